@@ -1,0 +1,402 @@
+//! [`Domain`]: the set of slots one `synchronize` scans, with its fence mode and stats.
+
+use std::fmt;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+use std::sync::atomic::{AtomicBool as StdAtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+
+use crate::fence::{self, FenceMode};
+use crate::guard::{Guard, Holder};
+use crate::primitive::{AtomicPtr, AtomicUsize};
+use crate::registry::Registry;
+use crate::slot::{wildcard, Slot};
+use crate::stats::{Counters, Stats};
+use crate::wait::Backoff;
+
+/// Test-only faults for the loom models: each removes one ordering guarantee, and the
+/// model that guards it must then fail. Only exists under `cfg(loom)`.
+#[cfg(loom)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    /// Readers skip the fence between publishing the wildcard and loading the pointer.
+    pub no_reader_fence: bool,
+    /// `synchronize` skips its fence between the caller's unpublish and the scan.
+    pub no_scan_fence: bool,
+    /// `synchronize` flips the generation with Relaxed ordering *before* its fence, and
+    /// readers load it Relaxed: a reader can then pick up the new wildcard yet load the
+    /// old pointer (the wildcard-flip escape).
+    pub flip_before_fence: bool,
+    /// `synchronize` scans the overflow list before the primary slots, so a guard
+    /// promoted (detached) between the two scans is missed.
+    pub overflow_first: bool,
+    /// `synchronize` ignores the per-slot release sequence and waits for the slot's value
+    /// to change, so readers that keep re-taking the address starve it.
+    pub ignore_release_seq: bool,
+}
+
+/// Why [`Domain::synchronize`] refused to wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SynchronizeError {
+    /// The calling thread itself protects `addr` (a guard it holds, not detached). Waiting
+    /// would never end: this is the hazard-pointer form of calling `synchronize_rcu()`
+    /// inside an RCU read-side critical section. Nothing was waited for.
+    SelfProtected {
+        /// The address passed to `synchronize`.
+        addr: usize,
+    },
+}
+
+impl fmt::Display for SynchronizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SynchronizeError::SelfProtected { addr } => write!(
+                f,
+                "hazptr: synchronize({addr:#x}) called by a thread that itself protects \
+                 {addr:#x}; it would wait for itself forever. Drop (or detach and hand off) \
+                 the guard first"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SynchronizeError {}
+
+static NEXT_DOMAIN_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A hazard-pointer domain: the slots that [`Domain::synchronize`] scans.
+///
+/// Each thread that acquires in a domain gets one record of four primary slots there (one
+/// 64-byte line), claimed on first use and reused by later threads after it exits. A
+/// fifth nested guard takes a backup slot from the domain's overflow list. Synchronizing
+/// scans every record and then the overflow list, so a domain should hold the readers of
+/// one kind of object: [`Domain::global`] for most uses, a private domain where scan
+/// cost or isolation matters.
+///
+/// Thread safety: `Domain` is `Send + Sync`; all methods take `&self`.
+pub struct Domain {
+    id: u64,
+    mode: FenceMode,
+    force_slow_path: StdAtomicBool,
+    #[cfg(loom)]
+    faults: Faults,
+    /// The wildcard generation; `synchronize` bumps it. Alone on its line: readers load
+    /// it on every `protect`, synchronizers write it.
+    generation: CachePadded<AtomicUsize>,
+    registry: Arc<Registry>,
+    counters: CachePadded<Counters>,
+}
+
+impl fmt::Debug for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Domain")
+            .field("id", &self.id)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Domain {
+    /// A new domain. `mode` is resolved once, here: [`FenceMode::Asymmetric`] registers
+    /// the process for `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` and falls back to
+    /// [`FenceMode::Symmetric`] where that fails (see [`Domain::fence_mode`]).
+    ///
+    /// Cost: one or two syscalls for `Asymmetric`; no allocation until the first acquire.
+    pub fn new(mode: FenceMode) -> Domain {
+        #[cfg(loom)]
+        let mode = {
+            let _ = mode;
+            FenceMode::Symmetric
+        };
+        Domain {
+            // Relaxed: a unique number, no ordering.
+            id: NEXT_DOMAIN_ID.fetch_add(1, Relaxed),
+            mode: fence::resolve(mode),
+            force_slow_path: StdAtomicBool::new(false),
+            #[cfg(loom)]
+            faults: Faults::default(),
+            generation: CachePadded::new(AtomicUsize::new(1)),
+            registry: Arc::new(Registry::new()),
+            counters: CachePadded::new(Counters::default()),
+        }
+    }
+
+    /// A domain with test-only faults injected (loom models only).
+    #[cfg(loom)]
+    pub fn with_faults(faults: Faults) -> Domain {
+        Domain {
+            faults,
+            ..Domain::new(FenceMode::Symmetric)
+        }
+    }
+
+    /// The process-wide default domain, [`FenceMode::Symmetric`], created on first use.
+    #[cfg(not(loom))]
+    pub fn global() -> &'static Domain {
+        static GLOBAL: std::sync::OnceLock<Domain> = std::sync::OnceLock::new();
+        GLOBAL.get_or_init(|| Domain::new(FenceMode::Symmetric))
+    }
+
+    /// The fence mode in force (the requested one, or `Symmetric` after a fallback).
+    pub fn fence_mode(&self) -> FenceMode {
+        self.mode
+    }
+
+    /// Runtime debug switch: while on, every acquire in this domain takes the slow path
+    /// (a backup slot on the overflow list), as the cargo feature `force-slow-path` does
+    /// for all domains. For tests of the slow path; safe to flip at any time.
+    pub fn set_force_slow_path(&self, on: bool) {
+        // Relaxed: a mode switch with no data attached; each acquire reads it once.
+        self.force_slow_path.store(on, Relaxed);
+    }
+
+    /// A snapshot of this domain's counters. Counters are updated with Relaxed atomics,
+    /// so a snapshot taken while other threads run is approximate.
+    pub fn stats(&self) -> Stats {
+        self.counters.snapshot(&self.registry)
+    }
+
+    /// Load `src` and protect the loaded pointer until the guard drops; `None` if it is
+    /// null.
+    ///
+    /// Wildcard-first protocol (kernel hazptr v5): publish a wildcard of the current
+    /// generation, fence, load `src`, publish the loaded address. The wildcard makes every
+    /// concurrent `synchronize` of an older generation wait, so no re-load and compare is
+    /// needed. Fast path: no allocation and no read-modify-write; 4 guards per thread
+    /// nest on primary slots, more take backup slots.
+    ///
+    /// The guard keeps the object from being *freed* by a writer that follows the
+    /// protocol (unpublish, then `synchronize`/retire, then free). It does not keep the
+    /// object published, and it protects nothing the object points to.
+    ///
+    /// Compile-time error if `T` is 1-byte aligned (addresses must be even: odd values
+    /// are wildcards).
+    #[inline]
+    pub fn protect<T>(&self, src: &AtomicPtr<T>) -> Option<Guard<'_, T>> {
+        const {
+            assert!(
+                std::mem::align_of::<T>() >= 2,
+                "hazptr: T must be 2-aligned"
+            )
+        };
+        let holder = self.claim();
+        let slot = holder.slot();
+        slot.publish(wildcard(self.load_generation()));
+        self.reader_fence();
+        // Acquire: the object's initialization, published with Release by the writer, is
+        // visible through the pointer we return.
+        let ptr = src.load(Acquire);
+        if ptr.is_null() {
+            holder.release();
+            return None;
+        }
+        // Store C: narrows the wildcard to one address. It needs no fence of its own: the
+        // wildcard already blocks every synchronizer that could miss the load above.
+        slot.publish(ptr as usize);
+        Some(Guard::new(holder, ptr))
+    }
+
+    /// Protect a fixed address that is never unpublished, such as a hash-bucket head: a
+    /// `synchronize(addr)` that starts while the guard lives waits for it.
+    ///
+    /// No wildcard is needed: there is no pointer load whose result could be stale, so
+    /// the address itself is published, then the fence orders it before the caller's
+    /// reads inside the bucket (store buffering with `synchronize`'s fence).
+    ///
+    /// # Panics
+    /// If `addr` is null (nothing can be synchronized on null). Compile-time error if `T`
+    /// is 1-byte aligned.
+    #[inline]
+    pub fn protect_addr<T>(&self, addr: *const T) -> Guard<'_, T> {
+        const {
+            assert!(
+                std::mem::align_of::<T>() >= 2,
+                "hazptr: T must be 2-aligned"
+            )
+        };
+        assert!(!addr.is_null(), "hazptr: protect_addr(null)");
+        let holder = self.claim();
+        holder.slot().publish(addr as usize);
+        self.reader_fence();
+        Guard::new(holder, addr as *mut T)
+    }
+
+    /// Wait until no slot that protected `addr` when this call began still protects it.
+    ///
+    /// The caller must already have unpublished `addr` (unlinked it, or unlinked what a
+    /// permanent address such as a bucket head leads to); after `Ok`, every reader that
+    /// could have reached it through the old link has dropped its guard, and the caller
+    /// may free it. Readers that protect a permanent `addr` again after the call began
+    /// do not hold it up: a slot counts as released once it has been *seen* released
+    /// (its release sequence moved), as in the kernel's shazptr scan.
+    ///
+    /// Order: a full fence (or `membarrier` in [`FenceMode::Asymmetric`]), a flip of the
+    /// wildcard generation, a scan of every primary slot, then of the overflow list (a
+    /// guard promoted to a backup slot moves in that direction only). A blocking slot is
+    /// polled with spin-then-sleep backoff (sleeps from 1 µs doubling to 1 ms).
+    ///
+    /// Null is never protected: `synchronize(null)` returns `Ok` at once.
+    ///
+    /// # Errors
+    /// [`SynchronizeError::SelfProtected`] if the calling thread holds a (non-detached)
+    /// guard on `addr`: it would wait for itself forever.
+    pub fn synchronize<T: ?Sized>(&self, addr: *const T) -> Result<(), SynchronizeError> {
+        let addr = addr.cast::<u8>() as usize;
+        self.counters.synchronize_calls.fetch_add(1, Relaxed);
+        if addr == 0 {
+            return Ok(());
+        }
+        if self.protected_by_current_thread(addr) {
+            return Err(SynchronizeError::SelfProtected { addr });
+        }
+        let my_gen = self.flip_and_fence();
+        let mut waited = false;
+        let primaries = || self.registry.records().flat_map(|r| r.slots.iter());
+        let backups = || self.registry.backups().map(|b| &b.slot);
+        if self.scan_overflow_first() {
+            waited |= self.drain(backups(), addr, my_gen);
+            waited |= self.drain(primaries(), addr, my_gen);
+        } else {
+            waited |= self.drain(primaries(), addr, my_gen);
+            waited |= self.drain(backups(), addr, my_gen);
+        }
+        if waited {
+            self.counters.synchronize_waits.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Fence, then flip the generation; returns the new generation.
+    fn flip_and_fence(&self) -> usize {
+        #[cfg(loom)]
+        if self.faults.flip_before_fence {
+            let gen = self.generation.fetch_add(1, Relaxed) + 1;
+            self.heavy_fence();
+            return gen;
+        }
+        self.heavy_fence();
+        // AcqRel: Release so that a reader whose Acquire load of the generation returns
+        // the new value (or a later one: later flips continue the RMW release sequence)
+        // also sees the caller's unpublish, which precedes this flip; such a reader's
+        // wildcard is exempt from this scan (message passing). Acquire orders the scan
+        // after the flip.
+        self.generation.fetch_add(1, AcqRel) + 1
+    }
+
+    fn heavy_fence(&self) {
+        #[cfg(loom)]
+        if self.faults.no_scan_fence {
+            return;
+        }
+        if fence::heavy(self.mode) {
+            self.counters.heavy_barriers.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn scan_overflow_first(&self) -> bool {
+        #[cfg(loom)]
+        return self.faults.overflow_first;
+        #[cfg(not(loom))]
+        false
+    }
+
+    /// One scan pass over `slots`, waiting on each blocking slot until it is seen
+    /// released. Returns whether any slot blocked.
+    fn drain<'a>(&self, slots: impl Iterator<Item = &'a Slot>, addr: usize, my_gen: usize) -> bool {
+        self.counters.scan_passes.fetch_add(1, Relaxed);
+        let mut waited = false;
+        for slot in slots {
+            let first = slot.observe();
+            if !first.blocks(addr, my_gen) {
+                continue;
+            }
+            waited = true;
+            let mut backoff = Backoff::new();
+            loop {
+                backoff.wait();
+                self.counters.slot_polls.fetch_add(1, Relaxed);
+                let now = slot.observe();
+                if (now.seq != first.seq && !self.ignore_release_seq()) || !now.blocks(addr, my_gen)
+                {
+                    break;
+                }
+            }
+        }
+        waited
+    }
+
+    fn ignore_release_seq(&self) -> bool {
+        #[cfg(loom)]
+        return self.faults.ignore_release_seq;
+        #[cfg(not(loom))]
+        false
+    }
+
+    /// Whether the calling thread holds a guard on `addr` in this domain.
+    fn protected_by_current_thread(&self, addr: usize) -> bool {
+        let Some(record) = crate::local::record(self.id, &self.registry) else {
+            return false;
+        };
+        // Owner reads of its own slots and backup slots.
+        record.slots.iter().any(|s| s.owner_value() == addr)
+            || self
+                .registry
+                .backups()
+                .any(|b| b.owner() == record as *const _ as usize && b.slot.owner_value() == addr)
+    }
+
+    /// The generation a reader puts in its wildcard.
+    #[inline(always)]
+    fn load_generation(&self) -> usize {
+        #[cfg(loom)]
+        if self.faults.flip_before_fence {
+            return self.generation.load(Relaxed);
+        }
+        // Acquire: pairs with the AcqRel flip in `flip_and_fence` (see there). A plain
+        // `mov` on x86.
+        self.generation.load(Acquire)
+    }
+
+    #[inline(always)]
+    fn reader_fence(&self) {
+        #[cfg(loom)]
+        if self.faults.no_reader_fence {
+            return;
+        }
+        fence::light(self.mode);
+    }
+
+    /// Take a slot for a new guard: a free primary slot of this thread's record, or a
+    /// backup slot.
+    #[inline(always)]
+    fn claim(&self) -> Holder<'_> {
+        if !self.forced_slow_path() {
+            if let Some(record) = crate::local::record(self.id, &self.registry) {
+                if let Some(index) = record.claim_slot() {
+                    return Holder::Primary { record, index };
+                }
+            }
+        }
+        self.claim_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn claim_slow(&self) -> Holder<'_> {
+        self.counters.slow_path_acquires.fetch_add(1, Relaxed);
+        let owner =
+            crate::local::record(self.id, &self.registry).map_or(0, |r| r as *const _ as usize);
+        Holder::Backup(self.registry.acquire_backup(owner))
+    }
+
+    #[inline(always)]
+    fn forced_slow_path(&self) -> bool {
+        // Relaxed: a debug switch, see `set_force_slow_path`.
+        cfg!(feature = "force-slow-path") || self.force_slow_path.load(Relaxed)
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}

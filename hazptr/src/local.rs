@@ -1,0 +1,95 @@
+//! Which record of a domain belongs to the calling thread.
+//!
+//! A thread claims one record per domain on its first acquire there and keeps it until it
+//! exits, so the fast path finds it with one thread-local read and a compare (the
+//! last-used domain is cached in a `const`, destructor-free thread-local). Records are
+//! handed back when the thread exits and reused by later threads.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::primitive::thread_local;
+use crate::registry::{Record, Registry};
+
+/// This thread's record in one domain. Holding the `Arc` keeps the record's memory alive
+/// even if the domain is dropped first.
+struct Entry {
+    domain_id: u64,
+    _registry: Arc<Registry>,
+    record: *const Record,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // SAFETY: `_registry` keeps the record allocated until this entry is gone.
+        unsafe { &*self.record }.release_owner();
+    }
+}
+
+struct Entries(Vec<Entry>);
+
+impl Drop for Entries {
+    fn drop(&mut self) {
+        // Forget the cached record before handing the records back, so an acquire made by
+        // a later thread-local destructor cannot reach a record another thread now owns.
+        #[cfg(not(loom))]
+        LAST.with(|c| c.set((0, std::ptr::null())));
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Entries> = RefCell::new(Entries(Vec::new()));
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// `(domain id, record)` of the last domain this thread used. `const` and without a
+    /// destructor, so reading it is a `%fs`-relative load and never fails.
+    static LAST: std::cell::Cell<(u64, *const Record)> =
+        const { std::cell::Cell::new((0, std::ptr::null())) };
+}
+
+/// The calling thread's record in the domain `domain_id`, claiming one in `registry` on
+/// first use. `None` only while this thread's thread-local storage is being torn down; the
+/// caller then uses a backup slot.
+#[inline(always)]
+pub(crate) fn record<'r>(domain_id: u64, registry: &'r Arc<Registry>) -> Option<&'r Record> {
+    #[cfg(not(loom))]
+    {
+        let (id, record) = LAST.with(|c| c.get());
+        if id == domain_id {
+            // SAFETY: LAST names a record of a live entry of this thread (it is cleared
+            // before entries are dropped); the entry keeps the registry, and so the record,
+            // alive; and the caller's borrow of the domain keeps the domain's registry Arc
+            // alive for 'r.
+            return Some(unsafe { &*record });
+        }
+    }
+    record_slow(domain_id, registry)
+}
+
+#[cold]
+fn record_slow<'r>(domain_id: u64, registry: &'r Arc<Registry>) -> Option<&'r Record> {
+    LOCAL
+        .try_with(|local| {
+            let mut local = local.try_borrow_mut().ok()?;
+            let record = match local.0.iter().find(|e| e.domain_id == domain_id) {
+                Some(entry) => entry.record,
+                None => {
+                    let record: *const Record = registry.acquire_record();
+                    local.0.push(Entry {
+                        domain_id,
+                        _registry: Arc::clone(registry),
+                        record,
+                    });
+                    record
+                }
+            };
+            #[cfg(not(loom))]
+            LAST.with(|c| c.set((domain_id, record)));
+            // SAFETY: the record lives as long as `registry`, which outlives 'r.
+            Some(unsafe { &*record })
+        })
+        .ok()
+        .flatten()
+}

@@ -1,0 +1,56 @@
+//! Counters a domain keeps, and their snapshot.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::registry::Registry;
+
+/// Live counters. Updated with Relaxed `fetch_add` off the reader fast path only; they
+/// order nothing.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) slow_path_acquires: AtomicU64,
+    pub(crate) synchronize_calls: AtomicU64,
+    pub(crate) synchronize_waits: AtomicU64,
+    pub(crate) scan_passes: AtomicU64,
+    pub(crate) slot_polls: AtomicU64,
+    pub(crate) heavy_barriers: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self, registry: &Registry) -> Stats {
+        Stats {
+            slow_path_acquires: self.slow_path_acquires.load(Relaxed),
+            synchronize_calls: self.synchronize_calls.load(Relaxed),
+            synchronize_waits: self.synchronize_waits.load(Relaxed),
+            scan_passes: self.scan_passes.load(Relaxed),
+            slot_polls: self.slot_polls.load(Relaxed),
+            heavy_barriers: self.heavy_barriers.load(Relaxed),
+            records: registry.record_count.load(Relaxed) as u64,
+            backup_slots: registry.backup_count.load(Relaxed) as u64,
+        }
+    }
+}
+
+/// A snapshot of a domain's counters (see [`crate::Domain::stats`]). All counts are since
+/// the domain was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Acquires that took a backup slot (all four primary slots busy, forced slow path,
+    /// or thread-local storage already torn down).
+    pub slow_path_acquires: u64,
+    /// Calls to `synchronize`, including ones that returned at once.
+    pub synchronize_calls: u64,
+    /// `synchronize` calls that found at least one blocking slot and waited.
+    pub synchronize_waits: u64,
+    /// Scan passes (one over the primary slots, one over the overflow list, per call).
+    pub scan_passes: u64,
+    /// Re-reads of blocking slots while waiting.
+    pub slot_polls: u64,
+    /// `membarrier` calls issued (Asymmetric mode only).
+    pub heavy_barriers: u64,
+    /// Thread records ever allocated (peak concurrent threads).
+    pub records: u64,
+    /// Backup slots ever allocated (peak concurrent overflowing guards).
+    pub backup_slots: u64,
+}

@@ -1,0 +1,1 @@
+//! The lock-order validator. Being built: see the lockdep issue.

@@ -1,0 +1,1 @@
+//! Cross-crate integration, torture and model-checking tests live in `tests/tests/`.
