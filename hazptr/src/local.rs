@@ -37,6 +37,12 @@ impl Drop for Entries {
     }
 }
 
+#[cfg(not(loom))]
+thread_local! {
+    static LOCAL: RefCell<Entries> = const { RefCell::new(Entries(Vec::new())) };
+}
+
+#[cfg(loom)]
 thread_local! {
     static LOCAL: RefCell<Entries> = RefCell::new(Entries(Vec::new()));
 }
@@ -53,7 +59,7 @@ std::thread_local! {
 /// first use. `None` only while this thread's thread-local storage is being torn down; the
 /// caller then uses a backup slot.
 #[inline(always)]
-pub(crate) fn record<'r>(domain_id: u64, registry: &'r Arc<Registry>) -> Option<&'r Record> {
+pub(crate) fn record(domain_id: u64, registry: &Arc<Registry>) -> Option<&Record> {
     #[cfg(not(loom))]
     {
         let (id, record) = LAST.with(|c| c.get());
@@ -61,7 +67,7 @@ pub(crate) fn record<'r>(domain_id: u64, registry: &'r Arc<Registry>) -> Option<
             // SAFETY: LAST names a record of a live entry of this thread (it is cleared
             // before entries are dropped); the entry keeps the registry, and so the record,
             // alive; and the caller's borrow of the domain keeps the domain's registry Arc
-            // alive for 'r.
+            // alive for the returned borrow.
             return Some(unsafe { &*record });
         }
     }
@@ -69,7 +75,7 @@ pub(crate) fn record<'r>(domain_id: u64, registry: &'r Arc<Registry>) -> Option<
 }
 
 #[cold]
-fn record_slow<'r>(domain_id: u64, registry: &'r Arc<Registry>) -> Option<&'r Record> {
+fn record_slow(domain_id: u64, registry: &Arc<Registry>) -> Option<&Record> {
     LOCAL
         .try_with(|local| {
             let mut local = local.try_borrow_mut().ok()?;
@@ -87,7 +93,7 @@ fn record_slow<'r>(domain_id: u64, registry: &'r Arc<Registry>) -> Option<&'r Re
             };
             #[cfg(not(loom))]
             LAST.with(|c| c.set((domain_id, record)));
-            // SAFETY: the record lives as long as `registry`, which outlives 'r.
+            // SAFETY: the record lives as long as `registry`, which outlives the returned borrow.
             Some(unsafe { &*record })
         })
         .ok()
