@@ -1,1 +1,145 @@
-//! The lock-order validator. Being built: see the lockdep issue.
+//! A userspace lock-order validator: a port of the Linux kernel's lockdep.
+//!
+//! Lockdep reports *possible* deadlocks the first time the pieces of one are seen, without the
+//! deadlock having to happen: it learns the order in which lock **classes** are taken
+//! ("held-before" dependencies) and reports an acquisition that would close a cycle, locks
+//! taken recursively, and misuse of the locking API.
+//!
+//! # The contract for lock wrappers
+//!
+//! A lock embeds a [`LockMap`] and calls, for every lock operation:
+//!
+//! | operation | call |
+//! |---|---|
+//! | blocking lock / write / read | [`acquire`]`(map, subclass, mode, false, nest_lock, site)` **before** it may block, then the real lock |
+//! | successful try-lock | the real try-lock, then, only if it succeeded, [`acquire`]`(.., trylock = true, ..)` |
+//! | a blocking lock that gave up (timeout, error) | [`release`]`(map, site)` |
+//! | unlock (guard drop) | [`release`]`(map, site)`, in any order |
+//! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking |
+//! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
+//!
+//! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
+//! reader that may queue behind a waiting writer (`RwLock::read`), and
+//! [`Mode::RecursiveRead`] for `read_recursive`. `subclass` (0..[`MAX_SUBCLASSES`]) and
+//! `nest_lock` are the kernel's `*_lock_nested()` and `*_lock_nest_lock()` annotations.
+//! `site` is the caller's `Location::caller()` (make the wrapper methods `#[track_caller]`).
+//!
+//! A report is delivered before `acquire` returns, i.e. before the real lock can block, so a
+//! self-deadlock is reported instead of hanging. With [`Policy::Panic`] the panic happens
+//! before the lock is marked held.
+//!
+//! # Rules (from the kernel)
+//!
+//! - **Classes**: a lock's class comes from its construction site (default), a static
+//!   [`LockClassKey`] or a [`DynamicKey`], plus the subclass. The graph is over classes, so
+//!   AB/BA between *different* instances of two classes is found.
+//! - **Dependencies**: acquiring `next` adds `prev -> next` for the top held lock and for every
+//!   trylock directly above the first non-trylock (`check_prevs_add()`). A trylock acquisition
+//!   gets no dependency into itself but, once held, gives dependencies to later acquisitions.
+//! - **Readers**: dependencies are EN/SN/ER/SR ([`DepKind`]); only a *strong* cycle (no
+//!   `-(*R)->` followed by `-(S*)->`) is reported, so recursive readers do not give false
+//!   positives.
+//! - **Same class**: taking a class already held is reported (same instance:
+//!   [`Report::RecursiveLocking`]; another instance: [`Report::MissingNestingAnnotation`]),
+//!   except a recursive read after any read, or with a held `nest_lock`.
+//! - **Chain cache**: an acquisition whose held-lock chain (classes, modes, try flags) was
+//!   validated before costs a per-thread cache probe (then a read-only global table probe) and
+//!   takes no lock.
+//! - **Each distinct cycle is reported once**, the offending dependency is not recorded, and the
+//!   validator never turns itself off.
+//!
+//! # Tests
+//!
+//! [`reset`] returns the validator to a clean state; set a [`Policy::Callback`] to collect
+//! reports. The validator is process-wide, so tests that use it should be serialized.
+
+#![warn(missing_docs)]
+
+mod annotate;
+mod chain;
+mod class;
+mod graph;
+mod held;
+mod introspect;
+mod key;
+mod keys;
+mod map;
+mod policy;
+mod report;
+mod search;
+mod state;
+mod types;
+mod validate;
+
+use std::panic::Location;
+
+pub use annotate::{
+    assert_held, assert_held_mode, assert_none_held, assert_not_held, held_count, held_locks,
+    is_held, pin, unpin, PseudoGuard, PseudoLock,
+};
+pub use class::MAX_CLASSES;
+pub use introspect::{dependencies, dot, reset, stats, DependencyInfo, Stats};
+pub use key::LockClassKey;
+pub use keys::{DynamicKey, KEY_BUCKETS};
+pub use map::LockMap;
+pub use policy::{set_policy, Handler, Policy};
+pub use report::{
+    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
+    ThreadDesc,
+};
+pub use state::{set_max_depth, set_report_each_cycle_once, DEFAULT_MAX_DEPTH};
+pub use types::{ClassId, DepKind, Mode, MAX_SUBCLASSES};
+
+/// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
+///
+/// - `subclass`: 0..[`MAX_SUBCLASSES`]; locks of one key taken nested need distinct
+///   subclasses (`*_lock_nested()`). An out-of-range subclass is reported and the lock is
+///   tracked unvalidated.
+/// - `mode`: see [`Mode`].
+/// - `trylock`: true for a successful try-lock (call it *after* success); the lock is held
+///   but gets no dependency into it and is not checked.
+/// - `nest_lock`: a held lock that serializes nesting of this lock's class
+///   (`*_lock_nest_lock()`); if it is not held, [`Report::NestLockNotHeld`] is reported.
+/// - `site`: where the caller acquires the lock.
+///
+/// For a blocking acquire, call it **before** the real lock may block: reports are delivered
+/// before it returns. Cost: on a chain seen before, a per-thread hash probe, no lock and no
+/// shared write; on a new chain, the graph lock and a BFS per new dependency.
+///
+/// Thread-safe. Panics only if the policy is [`Policy::Panic`] and there is a report.
+#[inline]
+pub fn acquire(
+    map: &LockMap,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest_lock: Option<&LockMap>,
+    site: &'static Location<'static>,
+) {
+    validate::acquire(map, subclass, mode, trylock, nest_lock, site);
+}
+
+/// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
+/// may be anywhere in the held stack (out-of-order unlock is allowed). Releasing a lock this
+/// thread does not hold gives [`Report::BadUnlockBalance`]; releasing a pinned lock gives
+/// [`Report::AssertionFailed`]. No lock taken on the normal path.
+#[inline]
+pub fn release(map: &LockMap, site: &'static Location<'static>) {
+    validate::release(map, site);
+}
+
+/// Validates an acquisition of `map` without holding it afterwards (the kernel's
+/// `might_lock()`): records the dependencies from the held locks, so a rarely taken path is
+/// checked the first time it *could* run.
+pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Location<'static>) {
+    validate::acquire(map, subclass, mode, false, None, site);
+    validate::release(map, site);
+}
+
+/// Checks that no lock this thread holds lives in `[addr, addr + len)`, because that memory is
+/// being freed or re-initialised (the kernel's `debug_check_no_locks_freed()`). Each such lock
+/// is reported as [`Report::HeldLockFreed`] and forgotten. [`LockMap`]'s `Drop` calls this.
+#[track_caller]
+pub fn check_no_locks_freed(addr: *const u8, len: usize) {
+    validate::check_no_locks_freed(addr, len, Location::caller());
+}

@@ -1,0 +1,211 @@
+//! Annotations: held-lock assertions and queries, pinning, and pseudo-locks.
+//!
+//! Kernel counterparts: `lockdep_assert_held*()`, `lockdep_assert_not_held()`,
+//! `lockdep_assert_none_held_once()`, `lock_is_held_type()`, `lockdep_pin_lock()`,
+//! `might_lock()` and the `lock_map_acquire()` / `lock_map_release()` pseudo-locks.
+
+use std::marker::PhantomData;
+use std::panic::Location;
+
+use crate::held::with_state;
+use crate::map::LockMap;
+use crate::policy;
+use crate::report::{AssertKind, LockDesc, Report};
+use crate::types::Mode;
+use crate::validate::{held_descs, thread_desc};
+
+fn fail(kind: AssertKind, lock: &str, site: &'static Location<'static>) {
+    let r = with_state(|st| Report::AssertionFailed {
+        thread: thread_desc(st),
+        kind,
+        lock: lock.to_owned(),
+        site,
+        held: held_descs(st),
+    });
+    if let Some(r) = r {
+        policy::deliver(vec![r]);
+    }
+}
+
+/// True if this thread holds `map` (in any mode). Thread-local, no lock taken.
+pub fn is_held(map: &LockMap) -> bool {
+    with_state(|st| st.find(map.instance()).is_some()).unwrap_or(false)
+}
+
+/// The number of locks this thread holds, pseudo-locks included.
+pub fn held_count() -> usize {
+    with_state(|st| st.held.len()).unwrap_or(0)
+}
+
+/// This thread's held locks, bottom first (takes the graph lock for class names).
+pub fn held_locks() -> Vec<LockDesc> {
+    with_state(|st| held_descs(st)).unwrap_or_default()
+}
+
+/// Reports [`AssertKind::NotHeld`] unless this thread holds `map`
+/// (kernel: `lockdep_assert_held()`).
+#[track_caller]
+pub fn assert_held(map: &LockMap) {
+    if !is_held(map) {
+        fail(AssertKind::NotHeld, map.name(), Location::caller());
+    }
+}
+
+/// Like [`assert_held`], and also checks the mode: `Mode::Exclusive` requires a writer, either
+/// read mode accepts any reader (kernel: `lockdep_assert_held_write()` / `_read()`).
+#[track_caller]
+pub fn assert_held_mode(map: &LockMap, mode: Mode) {
+    let site = Location::caller();
+    match with_state(|st| st.find(map.instance()).map(|i| st.held[i].mode)).flatten() {
+        None => fail(AssertKind::NotHeld, map.name(), site),
+        Some(m) if m.is_read() != mode.is_read() => fail(AssertKind::WrongMode, map.name(), site),
+        Some(_) => {}
+    }
+}
+
+/// Reports [`AssertKind::Held`] if this thread holds `map`
+/// (kernel: `lockdep_assert_not_held()`).
+#[track_caller]
+pub fn assert_not_held(map: &LockMap) {
+    if is_held(map) {
+        fail(AssertKind::Held, map.name(), Location::caller());
+    }
+}
+
+/// Reports [`AssertKind::SomeHeld`] if this thread holds any lock
+/// (kernel: `lockdep_assert_none_held_once()`).
+#[track_caller]
+pub fn assert_none_held() {
+    if held_count() != 0 {
+        fail(AssertKind::SomeHeld, "", Location::caller());
+    }
+}
+
+/// Pins a held lock: releasing it before [`unpin`] is reported
+/// ([`AssertKind::ReleasedWhilePinned`]); kernel `lockdep_pin_lock()`. Pinning a lock that
+/// is not held reports [`AssertKind::NotHeld`].
+#[track_caller]
+pub fn pin(map: &LockMap) {
+    let ok = with_state(|st| match st.find(map.instance()) {
+        Some(i) => {
+            st.held[i].pin_count += 1;
+            true
+        }
+        None => false,
+    });
+    if ok == Some(false) {
+        fail(AssertKind::NotHeld, map.name(), Location::caller());
+    }
+}
+
+/// Undoes one [`pin`]; reports [`AssertKind::BadUnpin`] if the lock is not held or not pinned.
+#[track_caller]
+pub fn unpin(map: &LockMap) {
+    let ok = with_state(|st| match st.find(map.instance()) {
+        Some(i) if st.held[i].pin_count > 0 => {
+            st.held[i].pin_count -= 1;
+            true
+        }
+        _ => false,
+    });
+    if ok == Some(false) {
+        fail(AssertKind::BadUnpin, map.name(), Location::caller());
+    }
+}
+
+/// A lock that exists only for the validator: a wait that is not a lock (a condvar wait, a
+/// thread join, a flush, a channel receive) modelled as one, like the kernel's
+/// `lockdep_map`-only pseudo-locks (`lock_map_acquire()`, e.g. `(wq_completion)`).
+///
+/// The side that *does the work* runs inside [`enter`](Self::enter); the side that *waits for
+/// it* calls [`wait`](Self::wait). Holding lock A while waiting, when the work takes A, is
+/// then reported as the cycle A → pseudo → A.
+///
+/// ```
+/// let join = lockdep::PseudoLock::new("worker-join");
+/// {
+///     let _work = join.enter(); // in the worker, around its body
+/// }
+/// join.wait(); // in the joiner, before it blocks on join()
+/// ```
+#[derive(Debug)]
+pub struct PseudoLock {
+    map: LockMap,
+}
+
+impl PseudoLock {
+    /// A pseudo-lock whose class is the caller's location.
+    #[track_caller]
+    pub fn new(name: &'static str) -> PseudoLock {
+        PseudoLock {
+            map: LockMap::new(name),
+        }
+    }
+
+    /// A pseudo-lock whose class is a static key.
+    pub fn with_key(name: &'static str, key: &'static crate::LockClassKey) -> PseudoLock {
+        PseudoLock {
+            map: LockMap::with_key(name, key),
+        }
+    }
+
+    /// The underlying map (to pass to [`crate::acquire`] or the assertions).
+    pub fn map(&self) -> &LockMap {
+        &self.map
+    }
+
+    /// Holds the pseudo-lock exclusively until the guard drops.
+    #[track_caller]
+    pub fn enter(&self) -> PseudoGuard<'_> {
+        crate::acquire(
+            &self.map,
+            0,
+            Mode::Exclusive,
+            false,
+            None,
+            Location::caller(),
+        );
+        PseudoGuard {
+            lock: self,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Holds the pseudo-lock as a recursive reader until the guard drops (for work that may
+    /// run nested in itself, like the kernel's `lock_map_acquire_read()`).
+    #[track_caller]
+    pub fn enter_read(&self) -> PseudoGuard<'_> {
+        crate::acquire(
+            &self.map,
+            0,
+            Mode::RecursiveRead,
+            false,
+            None,
+            Location::caller(),
+        );
+        PseudoGuard {
+            lock: self,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Validates an acquire of the pseudo-lock and releases it at once (kernel: the
+    /// `lock_map_acquire(); lock_map_release();` pair in `flush_work()`).
+    #[track_caller]
+    pub fn wait(&self) {
+        crate::might_lock(&self.map, 0, Mode::Exclusive, Location::caller());
+    }
+}
+
+/// Holds a [`PseudoLock`]; releases it on drop. `!Send`: held locks belong to a thread.
+#[derive(Debug)]
+pub struct PseudoGuard<'a> {
+    lock: &'a PseudoLock,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for PseudoGuard<'_> {
+    fn drop(&mut self) {
+        crate::release(&self.lock.map, Location::caller());
+    }
+}

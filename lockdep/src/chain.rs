@@ -1,0 +1,136 @@
+//! Chain keys and the chain cache.
+//!
+//! A chain key is a 64-bit hash of the held-lock stack including the lock being acquired,
+//! computed incrementally (the kernel's `iterate_chain_key()`). A chain that was validated
+//! once is remembered, so the next identical acquisition skips validation: first in a small
+//! per-thread direct-mapped cache (no shared memory touched), then in a global lock-free
+//! open-addressing table that is only *read* on the fast path. Inserts happen under the graph
+//! lock. Entries are never individually removed: a chain that mentions a zapped class can
+//! never match again because class generations never repeat. When the table is full it is
+//! flushed (and counted), so it is bounded and never fails.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::LazyLock;
+
+use crate::types::{ClassId, Mode};
+
+/// Number of slots in the global chain table.
+pub const CHAIN_TABLE_SLOTS: usize = 1 << 16;
+const PROBE: usize = 16;
+/// Number of slots in each thread's chain cache.
+pub(crate) const LOCAL_SLOTS: usize = 64;
+
+static TABLE: LazyLock<Box<[AtomicU64]>> =
+    LazyLock::new(|| (0..CHAIN_TABLE_SLOTS).map(|_| AtomicU64::new(0)).collect());
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+static FLUSHES: AtomicUsize = AtomicUsize::new(0);
+
+fn finalize(mut z: u64) -> u64 {
+    // splitmix64 finalizer: a good avalanche for the incremental mix.
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Extends chain key `prev` (0 for the empty stack) with one held lock. Never returns 0.
+///
+/// The mode and trylock flag are part of the key (locking-selftest `rlock_chaincache_ABBA1`
+/// needs the mode; the trylock flag decides which edges the chain produced), and so is
+/// `nested` (an acquisition covered by a held nest_lock is validated differently).
+pub(crate) fn mix(prev: u64, class: ClassId, mode: Mode, trylock: bool, nested: bool) -> u64 {
+    let tag = mode.code() | (u64::from(trylock) << 2) | (u64::from(nested) << 3);
+    let k = finalize(prev.rotate_left(23) ^ class.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ tag);
+    if k == 0 {
+        1
+    } else {
+        k
+    }
+}
+
+/// True if the global table holds `key`. Lock-free, writes nothing.
+pub(crate) fn global_contains(key: u64) -> bool {
+    let table = &**TABLE;
+    let start = key as usize % CHAIN_TABLE_SLOTS;
+    for i in 0..PROBE {
+        // Relaxed: a chain key is a self-contained value; seeing it means "validated", and the
+        // dependencies it stands for are only needed by the slow path, which takes the graph
+        // lock (and so synchronizes with the inserter) before reading them.
+        match table[(start + i) % CHAIN_TABLE_SLOTS].load(Ordering::Relaxed) {
+            0 => return false,
+            k if k == key => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Inserts `key`; the caller holds the graph lock (the only writer). Flushes the whole table
+/// when the probe window is full.
+pub(crate) fn global_insert(key: u64) {
+    let table = &**TABLE;
+    let start = key as usize % CHAIN_TABLE_SLOTS;
+    for attempt in 0..2 {
+        for i in 0..PROBE {
+            let slot = &table[(start + i) % CHAIN_TABLE_SLOTS];
+            // Relaxed: only the graph-lock holder writes the table.
+            match slot.load(Ordering::Relaxed) {
+                0 => {
+                    // Relaxed: see `global_contains`; the value carries no pointer.
+                    slot.store(key, Ordering::Relaxed);
+                    COUNT.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                k if k == key => return,
+                _ => {}
+            }
+        }
+        if attempt == 0 {
+            FLUSHES.fetch_add(1, Ordering::Relaxed);
+            clear();
+        }
+    }
+}
+
+/// Empties the global table. Caller holds the graph lock.
+pub(crate) fn clear() {
+    for slot in TABLE.iter() {
+        // Relaxed: a concurrent reader that misses just takes the slow path.
+        slot.store(0, Ordering::Relaxed);
+    }
+    COUNT.store(0, Ordering::Relaxed);
+}
+
+/// Number of chains in the global table.
+pub(crate) fn count() -> usize {
+    COUNT.load(Ordering::Relaxed)
+}
+
+/// Number of times the global table was flushed because it was full.
+pub(crate) fn flushes() -> usize {
+    FLUSHES.load(Ordering::Relaxed)
+}
+
+/// A thread's direct-mapped cache of validated chain keys.
+pub(crate) struct LocalCache {
+    slots: [u64; LOCAL_SLOTS],
+}
+
+impl LocalCache {
+    pub(crate) const fn new() -> LocalCache {
+        LocalCache {
+            slots: [0; LOCAL_SLOTS],
+        }
+    }
+
+    pub(crate) fn contains(&self, key: u64) -> bool {
+        self.slots[key as usize % LOCAL_SLOTS] == key
+    }
+
+    pub(crate) fn insert(&mut self, key: u64) {
+        self.slots[key as usize % LOCAL_SLOTS] = key;
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.slots = [0; LOCAL_SLOTS];
+    }
+}

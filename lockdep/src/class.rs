@@ -1,0 +1,57 @@
+//! Lock-free liveness check for class ids (the generation table).
+//!
+//! The class metadata (name, key, edges) lives in the [`Graph`](crate::graph::Graph) under the
+//! graph lock. The fast path only needs to know whether a class id cached in a lock map still
+//! names a live class; it reads one generation word per check and writes nothing.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::LazyLock;
+
+use crate::types::ClassId;
+
+/// The maximum number of live lock classes (the kernel's `MAX_LOCKDEP_KEYS` is 8191).
+/// Exceeding it gives a [`Report::CapacityExhausted`](crate::Report::CapacityExhausted).
+pub const MAX_CLASSES: usize = 1 << 16;
+
+/// One generation word per class slot: odd while a class lives in the slot, even while free.
+static GENERATIONS: LazyLock<Box<[AtomicU32]>> =
+    LazyLock::new(|| (0..MAX_CLASSES).map(|_| AtomicU32::new(0)).collect());
+
+/// True if `id` names a class that has not been zapped.
+pub(crate) fn is_live(id: ClassId) -> bool {
+    let Some(slot) = GENERATIONS.get(id.index() as usize) else {
+        return false;
+    };
+    // Relaxed: the answer is advisory. A class zapped right after this check only means the
+    // caller validates against a dying class; the graph lock's slow path re-checks, and the
+    // dead id can never match a new class because generations never repeat.
+    slot.load(Ordering::Relaxed) == id.generation() && !id.is_none()
+}
+
+/// Marks slot `index` live with a new odd generation and returns its id. Caller holds the
+/// graph lock (the only writer).
+pub(crate) fn make_live(index: u32) -> ClassId {
+    let slot = &GENERATIONS[index as usize];
+    // Relaxed load: only the graph-lock holder writes this word.
+    let mut gen = slot.load(Ordering::Relaxed).wrapping_add(1);
+    if gen % 2 == 0 {
+        gen = gen.wrapping_add(1);
+    }
+    // Release: publishes the new generation; readers pair it with the class id they found in a
+    // lock map, which was itself stored after this call.
+    slot.store(gen, Ordering::Release);
+    ClassId::new(index, gen)
+}
+
+/// Marks slot `index` free (even generation). Caller holds the graph lock.
+pub(crate) fn make_dead(index: u32) {
+    let slot = &GENERATIONS[index as usize];
+    // Relaxed load: only the graph-lock holder writes this word.
+    let gen = slot.load(Ordering::Relaxed);
+    if gen % 2 == 1 {
+        // Release: a reader that sees the even value must not act on the old class any more;
+        // there is nothing it must read after it, Release keeps the zap ordered after the edge
+        // removal for readers that take the graph lock later anyway.
+        slot.store(gen.wrapping_add(1), Ordering::Release);
+    }
+}

@@ -1,0 +1,114 @@
+//! The per-thread held-lock stack (the kernel's `task_struct::held_locks[]`).
+
+use std::cell::RefCell;
+use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::chain::{self, LocalCache};
+use crate::types::{ClassId, Mode};
+
+/// One entry of a thread's held-lock stack (the kernel's `struct held_lock`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeldLock {
+    pub class: ClassId,
+    /// Address of the lock map: the lock instance.
+    pub instance: usize,
+    pub name: &'static str,
+    pub mode: Mode,
+    pub trylock: bool,
+    pub subclass: u8,
+    /// Instance address of the nest_lock this acquisition was made under, or 0.
+    pub nest_lock: usize,
+    pub site: &'static Location<'static>,
+    /// Chain key of the stack up to and including this entry.
+    pub chain_key: u64,
+    /// `lockdep_pin_lock()` count; releasing a pinned lock is reported.
+    pub pin_count: u32,
+}
+
+/// Everything the validator keeps per thread.
+pub(crate) struct ThreadState {
+    pub held: Vec<HeldLock>,
+    pub cache: LocalCache,
+    /// Set once the depth limit was reported for this thread (reported once, never silent).
+    pub depth_reported: bool,
+    pub tid: u64,
+    pub thread_name: String,
+}
+
+static NEXT_TID: AtomicU64 = AtomicU64::new(1);
+
+impl ThreadState {
+    fn new() -> ThreadState {
+        let thread_name = std::thread::current()
+            .name()
+            .unwrap_or("<unnamed>")
+            .to_owned();
+        ThreadState {
+            held: Vec::with_capacity(16),
+            cache: LocalCache::new(),
+            depth_reported: false,
+            // Relaxed: a unique number is all that is needed.
+            tid: NEXT_TID.fetch_add(1, Ordering::Relaxed),
+            thread_name,
+        }
+    }
+
+    /// The chain key of the current stack (0 when empty).
+    pub fn top_key(&self) -> u64 {
+        self.held.last().map_or(0, |h| h.chain_key)
+    }
+
+    /// Index of the topmost entry for this instance.
+    pub fn find(&self, instance: usize) -> Option<usize> {
+        self.held.iter().rposition(|h| h.instance == instance)
+    }
+
+    /// Pushes an entry, computing its chain key from the current top.
+    pub fn push(&mut self, mut h: HeldLock) {
+        h.chain_key = chain::mix(self.top_key(), h.class, h.mode, h.trylock, h.nest_lock != 0);
+        self.held.push(h);
+    }
+
+    /// Removes entry `i` and recomputes the chain keys of the entries above it (the kernel
+    /// re-acquires them in `__lock_release()`; we do not re-validate, because every
+    /// dependency among the remaining locks is already implied by the graph).
+    pub fn remove(&mut self, i: usize) -> HeldLock {
+        let h = self.held.remove(i);
+        let mut key = if i == 0 {
+            0
+        } else {
+            self.held[i - 1].chain_key
+        };
+        for e in &mut self.held[i..] {
+            key = chain::mix(key, e.class, e.mode, e.trylock, e.nest_lock != 0);
+            e.chain_key = key;
+        }
+        h
+    }
+}
+
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let held = std::mem::take(&mut self.held);
+        crate::validate::thread_exit(self, held);
+    }
+}
+
+thread_local! {
+    static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::new());
+}
+
+/// Runs `f` on this thread's state. Returns `None` (and tracks nothing) while the thread's
+/// validator state is being destroyed at thread exit, or if the state is already borrowed
+/// (the validator never calls out while it holds the borrow, so that would be a signal
+/// handler re-entering it).
+pub(crate) fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    STATE
+        .try_with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s)))
+        .ok()
+        .flatten()
+}

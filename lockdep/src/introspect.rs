@@ -1,0 +1,150 @@
+//! Introspection (counts, the dependency list, Graphviz DOT) and the reset for tests.
+//! Kernel counterparts: `/proc/lockdep_stats`, `/proc/lockdep`, and the selftest's
+//! `reset_locks()`.
+
+use std::fmt::Write as _;
+
+use crate::chain;
+use crate::held::with_state;
+use crate::state::{self, GLOBAL};
+use crate::types::DepKind;
+
+/// Validator counters, from [`stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Registered dynamic keys.
+    pub keys: usize,
+    /// Live lock classes.
+    pub classes: usize,
+    /// Ordered class pairs with at least one dependency.
+    pub edges: usize,
+    /// Dependencies counted by kind (a pair with EN and SR counts 2).
+    pub dependencies: usize,
+    /// Chains in the global chain cache.
+    pub chains: usize,
+    /// Times the global chain cache was flushed because it was full.
+    pub chain_cache_flushes: usize,
+    /// Reports delivered since the process started (not reset).
+    pub reports: u64,
+    /// Attempts to close a strong cycle, including ones not reported again because the
+    /// cycle had been reported before (not reset).
+    pub cycles_found: u64,
+    /// `hazptr` synchronize calls of the global domain that had to wait (key unregister).
+    pub hazptr_waits: u64,
+}
+
+/// A snapshot of the validator's counters. Takes the graph lock briefly.
+pub fn stats() -> Stats {
+    let (keys, classes, edges, dependencies) = {
+        let g = GLOBAL.lock();
+        let edges = g
+            .graph
+            .classes
+            .iter()
+            .flatten()
+            .map(|c| c.after.len())
+            .sum();
+        (
+            g.keys,
+            g.graph.class_count(),
+            edges,
+            g.graph.dependency_count,
+        )
+    };
+    Stats {
+        keys,
+        classes,
+        edges,
+        dependencies,
+        chains: chain::count(),
+        chain_cache_flushes: chain::flushes(),
+        reports: crate::policy::delivered(),
+        cycles_found: state::cycles_found(),
+        hazptr_waits: hazptr::Domain::global().stats().waits,
+    }
+}
+
+/// One recorded dependency between two classes, from [`dependencies`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DependencyInfo {
+    /// The held class.
+    pub from: String,
+    /// The class acquired while `from` was held.
+    pub to: String,
+    /// The kinds recorded for this pair, in EN, SN, ER, SR order.
+    pub kinds: Vec<DepKind>,
+}
+
+/// Every recorded dependency, sorted by class names. Takes the graph lock.
+pub fn dependencies() -> Vec<DependencyInfo> {
+    let g = GLOBAL.lock();
+    let mut out = Vec::new();
+    for c in g.graph.classes.iter().flatten() {
+        for (to, e) in &c.after {
+            let Some(t) = g.graph.slot(*to) else { continue };
+            out.push(DependencyInfo {
+                from: c.name.to_string(),
+                to: t.name.to_string(),
+                kinds: DepKind::kinds_in(e.kinds).collect(),
+            });
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The dependency graph in Graphviz DOT: one node per class, one edge per class pair labelled
+/// with its kinds and the sites of its first dependency. Takes the graph lock.
+pub fn dot() -> String {
+    let g = GLOBAL.lock();
+    let mut s = String::from("digraph lockdep {\n    node [shape=box];\n");
+    for c in g.graph.classes.iter().flatten() {
+        let _ = writeln!(s, "    c{} [label={:?}];", c.id.index(), &*c.name);
+    }
+    for c in g.graph.classes.iter().flatten() {
+        for (to, e) in &c.after {
+            let kinds: Vec<String> = DepKind::kinds_in(e.kinds).map(|k| k.to_string()).collect();
+            let site = e
+                .sites
+                .iter()
+                .flatten()
+                .next()
+                .map(|x| format!("\\n{} -> {}", x.prev, x.next))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    c{} -> c{} [label=\"{}{}\"];",
+                c.id.index(),
+                to,
+                kinds.join(","),
+                site.replace('"', "'")
+            );
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// Resets the validator to a clean state, for tests (the kernel selftest's `reset_locks()`):
+/// zaps every class with its dependencies, empties the chain cache and the sets of
+/// already-reported cycles and key misuses, and clears *this thread's* held stack and chain
+/// cache. Registered dynamic keys stay registered. Lock maps stay usable: their cached class
+/// ids are dead and they get fresh classes on their next acquire.
+///
+/// Call it only while no other thread holds or acquires validated locks (tests usually
+/// serialize on a mutex of their own); other threads' held stacks are not touched.
+pub fn reset() {
+    {
+        let mut g = GLOBAL.lock();
+        g.graph.zap_all();
+        g.reported_cycles.clear();
+        g.reported_misuse.clear();
+        g.classes_exhausted_reported = false;
+        chain::clear();
+    }
+    with_state(|st| {
+        st.held.clear();
+        st.cache.clear();
+        st.depth_reported = false;
+    });
+}

@@ -1,0 +1,147 @@
+//! The per-lock-instance map (the kernel's `struct lockdep_map`).
+
+use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::key::{KeyRef, LockClassKey};
+use crate::keys::DynamicKey;
+use crate::types::ClassId;
+
+/// The validator's view of one lock instance: which class it belongs to, and its name.
+///
+/// Embed one in every lock (the kernel's `struct lockdep_map`), and pass it to
+/// [`acquire`](crate::acquire) / [`release`](crate::release). The map's address is the lock
+/// *instance*; the map must not move while the lock is held (true whenever guards borrow
+/// the lock). Dropping the map checks that this thread does not hold it
+/// ([`Report::HeldLockFreed`](crate::Report::HeldLockFreed)).
+///
+/// The class is derived from:
+/// - the construction site (`#[track_caller]` of [`LockMap::new`]) by default, like the
+///   kernel's per-init-site static key;
+/// - a static [`LockClassKey`] ([`LockMap::with_key`], the kernel's `lockdep_set_class()`);
+/// - a [`DynamicKey`] ([`LockMap::with_dynamic_key`]).
+///
+/// Plus a subclass 0..8 chosen per acquisition. The map caches the class ids of subclasses 0
+/// and 1 (the kernel's `class_cache[]`), so a cached acquire never takes the graph lock.
+///
+/// Size: 48 bytes on 64-bit targets. `Send + Sync`.
+pub struct LockMap {
+    key: KeyRef,
+    name: &'static str,
+    /// Class ids of subclasses 0 and 1, or 0.
+    cache: [AtomicU64; 2],
+}
+
+impl std::fmt::Debug for LockMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockMap")
+            .field("name", &self.name)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+impl LockMap {
+    fn from_key(name: &'static str, key: KeyRef) -> LockMap {
+        LockMap {
+            key,
+            name,
+            cache: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+
+    /// A map whose class is the caller's source location: every lock constructed at the same
+    /// place (file, line, column) is the same class. Use `#[track_caller]` on the lock's
+    /// constructor so the site is the user's, not the wrapper's.
+    #[track_caller]
+    pub fn new(name: &'static str) -> LockMap {
+        LockMap::from_key(name, KeyRef::Site(Location::caller()))
+    }
+
+    /// A map whose class is the static key `key`.
+    pub fn with_key(name: &'static str, key: &'static LockClassKey) -> LockMap {
+        LockMap::from_key(name, KeyRef::Static(key as *const LockClassKey as usize))
+    }
+
+    /// A map whose class is the dynamic key `key`. The map does not borrow the key; if the key
+    /// is not registered now, or is unregistered or dropped later, using the map gives
+    /// [`KeyMisuse::NotRegistered`](crate::KeyMisuse) (never a crash). The kernel checks this
+    /// in `lockdep_init_map()`.
+    #[track_caller]
+    pub fn with_dynamic_key(name: &'static str, key: &DynamicKey) -> LockMap {
+        if !key.is_registered() {
+            crate::validate::misuse(
+                crate::KeyMisuse::NotRegistered,
+                key.name(),
+                Location::caller(),
+            );
+        }
+        LockMap::from_key(name, key.key_ref())
+    }
+
+    /// Moves the map to the class of a static key (the kernel's `lockdep_set_class()`).
+    /// Needs `&mut`, so it cannot race with an acquisition.
+    pub fn set_key(&mut self, key: &'static LockClassKey) {
+        *self = LockMap::with_key(self.name, key);
+    }
+
+    /// Moves the map to the classes of a dynamic key.
+    #[track_caller]
+    pub fn set_dynamic_key(&mut self, key: &DynamicKey) {
+        *self = LockMap::with_dynamic_key(self.name, key);
+    }
+
+    /// The map's name (used as the class name when this map creates the class).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Re-initialises the map in place (the kernel's `lockdep_init_map()` on a live lock):
+    /// reports [`Report::HeldLockFreed`](crate::Report::HeldLockFreed) if this thread holds it.
+    #[track_caller]
+    pub fn reinit(&mut self) {
+        crate::validate::check_no_locks_freed(
+            self as *const LockMap as *const u8,
+            std::mem::size_of::<LockMap>(),
+            Location::caller(),
+        );
+        for c in &self.cache {
+            // Relaxed: `&mut self` excludes other users.
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn key(&self) -> KeyRef {
+        self.key
+    }
+
+    pub(crate) fn instance(&self) -> usize {
+        self as *const LockMap as usize
+    }
+
+    pub(crate) fn cached(&self, subclass: u8) -> ClassId {
+        match self.cache.get(subclass as usize) {
+            // Relaxed: the value is a self-validating class id (checked against the class
+            // generation table before use).
+            Some(c) => ClassId(c.load(Ordering::Relaxed)),
+            None => ClassId::NONE,
+        }
+    }
+
+    pub(crate) fn set_cached(&self, subclass: u8, id: ClassId) {
+        if let Some(c) = self.cache.get(subclass as usize) {
+            // Relaxed: see `cached`.
+            c.store(id.0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for LockMap {
+    fn drop(&mut self) {
+        crate::validate::check_no_locks_freed(
+            self as *const LockMap as *const u8,
+            std::mem::size_of::<LockMap>(),
+            Location::caller(),
+        );
+    }
+}
