@@ -34,7 +34,7 @@ pub(crate) fn make_live(index: u32) -> ClassId {
     let slot = &GENERATIONS[index as usize];
     // Relaxed load: only the graph-lock holder writes this word.
     let mut gen = slot.load(Ordering::Relaxed).wrapping_add(1);
-    if gen % 2 == 0 {
+    if gen & 1 == 0 {
         gen = gen.wrapping_add(1);
     }
     // Release: publishes the new generation; readers pair it with the class id they found in a
@@ -48,7 +48,7 @@ pub(crate) fn make_dead(index: u32) {
     let slot = &GENERATIONS[index as usize];
     // Relaxed load: only the graph-lock holder writes this word.
     let gen = slot.load(Ordering::Relaxed);
-    if gen % 2 == 1 {
+    if gen & 1 == 1 {
         // Release: a reader that sees the even value must not act on the old class any more;
         // there is nothing it must read after it, Release keeps the zap ordered after the edge
         // removal for readers that take the graph lock later anyway.

@@ -60,7 +60,7 @@ pub fn stats() -> Stats {
         chain_cache_flushes: chain::flushes(),
         reports: crate::policy::delivered(),
         cycles_found: state::cycles_found(),
-        hazptr_waits: hazptr::Domain::global().stats().waits,
+        hazptr_waits: hazptr::Domain::global().stats().synchronize_waits,
     }
 }
 
