@@ -1,0 +1,454 @@
+//! The kernel's locking selftest matrix (lib/locking-selftest.c), the 93 cells that apply to a
+//! userspace validator with Mutex and RwLock (see locking-selftest-census.md): 71 must report,
+//! 22 must stay silent. Each cell starts from a clean validator. The test prints a pass/fail
+//! table and fails if any cell disagrees with the kernel's verdict.
+//!
+//! Column mapping: spin, mutex -> exclusive; wlock, wsem -> exclusive (RwLock::write);
+//! rlock -> recursive read (the kernel selftest forces read_lock to be recursive);
+//! rsem -> non-recursive read (down_read).
+
+mod common;
+
+use std::panic::Location;
+
+use common::*;
+use lockdep::{LockClassKey, LockMap, Mode};
+
+static KA: LockClassKey = LockClassKey::new();
+static KB: LockClassKey = LockClassKey::new();
+static KC: LockClassKey = LockClassKey::new();
+static KD: LockClassKey = LockClassKey::new();
+static KX: LockClassKey = LockClassKey::new();
+static KY: LockClassKey = LockClassKey::new();
+static KZ: LockClassKey = LockClassKey::new();
+
+/// The locks of one cell: A..D have their own classes; X1/X2, Y1/Y2, Z1/Z2 share a class.
+struct Locks {
+    a: LockMap,
+    b: LockMap,
+    c: LockMap,
+    d: LockMap,
+    x1: LockMap,
+    x2: LockMap,
+    y1: LockMap,
+    z1: LockMap,
+}
+
+impl Locks {
+    fn new() -> Locks {
+        Locks {
+            a: LockMap::with_key("A", &KA),
+            b: LockMap::with_key("B", &KB),
+            c: LockMap::with_key("C", &KC),
+            d: LockMap::with_key("D", &KD),
+            x1: LockMap::with_key("X", &KX),
+            x2: LockMap::with_key("X", &KX),
+            y1: LockMap::with_key("Y", &KY),
+            z1: LockMap::with_key("Z", &KZ),
+        }
+    }
+}
+
+fn l(m: &LockMap, mode: Mode) {
+    lockdep::acquire(m, 0, mode, false, None, Location::caller());
+}
+
+fn u(m: &LockMap) {
+    lockdep::release(m, Location::caller());
+}
+
+/// `{p -> q}`: take p, take q while holding p, release q, release p.
+fn pair(p: &LockMap, pm: Mode, q: &LockMap, qm: Mode) {
+    l(p, pm);
+    l(q, qm);
+    u(q);
+    u(p);
+}
+
+const W: Mode = Mode::Exclusive;
+const R: Mode = Mode::RecursiveRead;
+const RS: Mode = Mode::Read;
+
+/// Runs one cell on a clean validator; returns true if anything was reported.
+fn run_cell(body: &dyn Fn(&mut Locks)) -> bool {
+    let mut locks = Locks::new();
+    lockdep::reset();
+    take();
+    body(&mut locks);
+    let reported = !take().is_empty();
+    // Forget whatever the cell left held before its maps are dropped.
+    lockdep::reset();
+    drop(locks);
+    take();
+    reported
+}
+
+struct Row {
+    group: String,
+    column: &'static str,
+    expect_report: bool,
+    got_report: bool,
+}
+
+type Body = Box<dyn Fn(&mut Locks)>;
+
+fn main_table() -> Vec<(String, &'static str, bool, Body)> {
+    let columns: [(&str, Mode); 6] = [
+        ("spin", W),
+        ("wlock", W),
+        ("rlock", R),
+        ("mutex", W),
+        ("wsem", W),
+        ("rsem", RS),
+    ];
+    let mut cells: Vec<(String, &'static str, bool, Body)> = Vec::new();
+    for (col, m) in columns {
+        let graph_expect = col != "rlock";
+        cells.push((
+            "A-A deadlock".into(),
+            col,
+            graph_expect,
+            Box::new(move |k| {
+                l(&k.x1, m);
+                l(&k.x2, m);
+            }),
+        ));
+        cells.push((
+            "A-B-B-A deadlock".into(),
+            col,
+            graph_expect,
+            Box::new(move |k| {
+                pair(&k.a, m, &k.b, m);
+                pair(&k.b, m, &k.a, m);
+            }),
+        ));
+        cells.push((
+            "A-B-B-C-C-A deadlock".into(),
+            col,
+            graph_expect,
+            Box::new(move |k| {
+                pair(&k.a, m, &k.b, m);
+                pair(&k.b, m, &k.c, m);
+                pair(&k.c, m, &k.a, m);
+            }),
+        ));
+        cells.push((
+            "A-B-C-A-B-C deadlock".into(),
+            col,
+            graph_expect,
+            Box::new(move |k| {
+                pair(&k.a, m, &k.b, m);
+                pair(&k.c, m, &k.a, m);
+                pair(&k.b, m, &k.c, m);
+            }),
+        ));
+        cells.push((
+            "A-B-B-C-C-D-D-A deadlock".into(),
+            col,
+            graph_expect,
+            Box::new(move |k| {
+                pair(&k.a, m, &k.b, m);
+                pair(&k.b, m, &k.c, m);
+                pair(&k.c, m, &k.d, m);
+                pair(&k.d, m, &k.a, m);
+            }),
+        ));
+        cells.push((
+            "A-B-C-D-B-D-D-A deadlock".into(),
+            col,
+            graph_expect,
+            Box::new(move |k| {
+                pair(&k.a, m, &k.b, m);
+                pair(&k.c, m, &k.d, m);
+                pair(&k.b, m, &k.d, m);
+                pair(&k.d, m, &k.a, m);
+            }),
+        ));
+        cells.push((
+            "A-B-C-D-B-C-D-A deadlock".into(),
+            col,
+            graph_expect,
+            Box::new(move |k| {
+                pair(&k.a, m, &k.b, m);
+                pair(&k.c, m, &k.d, m);
+                pair(&k.b, m, &k.c, m);
+                pair(&k.d, m, &k.a, m);
+            }),
+        ));
+        cells.push((
+            "double unlock".into(),
+            col,
+            true,
+            Box::new(move |k| {
+                l(&k.a, m);
+                u(&k.a);
+                u(&k.a);
+            }),
+        ));
+        cells.push((
+            "initialize held".into(),
+            col,
+            true,
+            Box::new(move |k| {
+                l(&k.a, m);
+                k.a.reinit();
+            }),
+        ));
+    }
+    cells
+}
+
+fn read_section() -> Vec<(String, &'static str, bool, Body)> {
+    let mut cells: Vec<(String, &'static str, bool, Body)> = Vec::new();
+    let mut add = |g: &str, col: &'static str, exp: bool, b: Body| {
+        cells.push((g.to_owned(), col, exp, b));
+    };
+    add(
+        "recursive read-lock",
+        "rlock",
+        false,
+        Box::new(|k| {
+            l(&k.x1, R);
+            l(&k.x1, R);
+        }),
+    );
+    add(
+        "recursive read-lock",
+        "rsem",
+        true,
+        Box::new(|k| {
+            l(&k.x1, RS);
+            l(&k.x1, RS);
+        }),
+    );
+    add(
+        "recursive read-lock #2",
+        "rlock",
+        false,
+        Box::new(|k| {
+            l(&k.x1, R);
+            l(&k.x2, R);
+        }),
+    );
+    add(
+        "recursive read-lock #2",
+        "rsem",
+        true,
+        Box::new(|k| {
+            l(&k.x1, RS);
+            l(&k.x2, RS);
+        }),
+    );
+    add(
+        "mixed read-write-lock",
+        "rlock",
+        true,
+        Box::new(|k| {
+            l(&k.x1, R);
+            l(&k.x2, W);
+        }),
+    );
+    add(
+        "mixed read-write-lock",
+        "rsem",
+        true,
+        Box::new(|k| {
+            l(&k.x1, RS);
+            l(&k.x2, W);
+        }),
+    );
+    add(
+        "mixed write-read-lock",
+        "rlock",
+        true,
+        Box::new(|k| {
+            l(&k.x1, W);
+            l(&k.x2, R);
+        }),
+    );
+    add(
+        "mixed write-read-lock",
+        "rsem",
+        true,
+        Box::new(|k| {
+            l(&k.x1, W);
+            l(&k.x2, RS);
+        }),
+    );
+    add(
+        "mixed read-lock/lock-write ABBA",
+        "rlock",
+        true,
+        Box::new(|k| {
+            pair(&k.x1, R, &k.y1, W);
+            pair(&k.y1, W, &k.x1, W);
+        }),
+    );
+    add(
+        "mixed read-lock/lock-write ABBA",
+        "rsem",
+        true,
+        Box::new(|k| {
+            pair(&k.x1, RS, &k.y1, W);
+            pair(&k.y1, W, &k.x1, W);
+        }),
+    );
+    add(
+        "mixed read-lock/lock-read ABBA",
+        "rlock",
+        false,
+        Box::new(|k| {
+            pair(&k.x1, R, &k.y1, W);
+            pair(&k.y1, W, &k.x1, R);
+        }),
+    );
+    add(
+        "mixed read-lock/lock-read ABBA",
+        "rsem",
+        true,
+        Box::new(|k| {
+            pair(&k.x1, RS, &k.y1, W);
+            pair(&k.y1, W, &k.x1, RS);
+        }),
+    );
+    add(
+        "mixed write-lock/lock-write ABBA",
+        "rlock",
+        true,
+        Box::new(|k| {
+            pair(&k.x1, W, &k.y1, W);
+            pair(&k.y1, W, &k.x1, W);
+        }),
+    );
+    add(
+        "mixed write-lock/lock-write ABBA",
+        "rsem",
+        true,
+        Box::new(|k| {
+            pair(&k.x1, W, &k.y1, W);
+            pair(&k.y1, W, &k.x1, W);
+        }),
+    );
+    add(
+        "chain cached mixed R-L/L-W ABBA",
+        "rlock",
+        true,
+        Box::new(|k| {
+            pair(&k.x1, R, &k.y1, W);
+            pair(&k.y1, W, &k.x1, R);
+            pair(&k.y1, W, &k.x1, W);
+        }),
+    );
+    cells
+}
+
+/// The 3-event rwlock matrices, by body (the kernel's last two labels are swapped against
+/// their bodies; both are silent, so we label by body as the census does).
+fn three_event() -> Vec<(String, &'static str, bool, Body)> {
+    type Ev = (Mode, Mode); // (mode of first lock, mode of second lock)
+                            // (label, events as (first, second) lock indexes 0=X,1=Y,2=Z with modes, expect)
+    let groups: [(&str, [(usize, usize, Ev); 3], bool); 4] = [
+        (
+            "rlock W1R2/W2R3/W3R1",
+            [(0, 1, (W, R)), (1, 2, (W, R)), (2, 0, (W, R))],
+            true,
+        ),
+        (
+            "rlock W1W2/R2R3/W3R1",
+            [(0, 1, (W, W)), (1, 2, (R, R)), (2, 0, (W, R))],
+            true,
+        ),
+        (
+            "rlock W1W2/R2R3/R3W1",
+            [(0, 1, (W, R)), (1, 2, (R, R)), (2, 0, (W, W))],
+            false,
+        ),
+        (
+            "rlock W1R2/R2R3/W3W1",
+            [(0, 1, (W, W)), (1, 2, (R, R)), (2, 0, (R, W))],
+            false,
+        ),
+    ];
+    let orders: [[usize; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    let mut cells: Vec<(String, &'static str, bool, Body)> = Vec::new();
+    for (label, events, expect) in groups {
+        for order in orders {
+            let name = format!("{label}/{}{}{}", order[0] + 1, order[1] + 1, order[2] + 1);
+            cells.push((
+                name,
+                "rlock",
+                expect,
+                Box::new(move |k| {
+                    let pick = |i: usize| -> &LockMap {
+                        match i {
+                            0 => &k.x1,
+                            1 => &k.y1,
+                            _ => &k.z1,
+                        }
+                    };
+                    for &e in &order {
+                        let (p, q, (pm, qm)) = events[e];
+                        pair(pick(p), pm, pick(q), qm);
+                    }
+                }),
+            ));
+        }
+    }
+    cells
+}
+
+#[test]
+fn locking_selftest_matrix() {
+    let _h = start();
+    let mut rows = Vec::new();
+    let all = main_table()
+        .into_iter()
+        .chain(read_section())
+        .chain(three_event());
+    for (group, column, expect_report, body) in all {
+        let got_report = run_cell(&*body);
+        rows.push(Row {
+            group,
+            column,
+            expect_report,
+            got_report,
+        });
+    }
+    println!(
+        "{:<40} {:<6} {:<8} {:<8} result",
+        "group", "column", "expect", "got"
+    );
+    let verdict = |r: bool| if r { "FAILURE" } else { "SUCCESS" };
+    let mut failed = 0;
+    for r in &rows {
+        let ok = r.expect_report == r.got_report;
+        failed += usize::from(!ok);
+        println!(
+            "{:<40} {:<6} {:<8} {:<8} {}",
+            r.group,
+            r.column,
+            verdict(r.expect_report),
+            verdict(r.got_report),
+            if ok { "ok" } else { "MISMATCH" }
+        );
+    }
+    let must_report = rows.iter().filter(|r| r.expect_report).count();
+    println!(
+        "{} cells ({} must report, {} must stay silent): {} passed, {} failed",
+        rows.len(),
+        must_report,
+        rows.len() - must_report,
+        rows.len() - failed,
+        failed
+    );
+    assert_eq!(rows.len(), 93);
+    assert_eq!(must_report, 71);
+    assert_eq!(failed, 0, "locking selftest cells disagree with the kernel");
+}
