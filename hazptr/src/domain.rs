@@ -24,10 +24,10 @@ pub struct Faults {
     pub no_reader_fence: bool,
     /// `synchronize` skips its fence between the caller's unpublish and the scan.
     pub no_scan_fence: bool,
-    /// `synchronize` flips the generation with Relaxed ordering *before* its fence, and
-    /// readers load it Relaxed: a reader can then pick up the new wildcard yet load the
-    /// old pointer (the wildcard-flip escape).
-    pub flip_before_fence: bool,
+    /// `synchronize` exempts wildcards of the generation just before its own, as a 1-bit
+    /// generation would after two flips (the ABA hazard): a reader that published its
+    /// wildcard before the flip then escapes holding the old pointer.
+    pub exempt_previous_generation: bool,
     /// `synchronize` scans the overflow list before the primary slots, so a guard
     /// promoted (detached) between the two scans is missed.
     pub overflow_first: bool,
@@ -251,6 +251,8 @@ impl Domain {
             return Err(SynchronizeError::SelfProtected { addr });
         }
         let my_gen = self.flip_and_fence();
+        #[cfg(loom)]
+        let my_gen = my_gen - usize::from(self.faults.exempt_previous_generation);
         let mut waited = false;
         let primaries = || self.registry.records().flat_map(|r| r.slots.iter());
         let backups = || self.registry.backups().map(|b| &b.slot);
@@ -269,12 +271,6 @@ impl Domain {
 
     /// Fence, then flip the generation; returns the new generation.
     fn flip_and_fence(&self) -> usize {
-        #[cfg(loom)]
-        if self.faults.flip_before_fence {
-            let gen = self.generation.fetch_add(1, Relaxed) + 1;
-            self.heavy_fence();
-            return gen;
-        }
         self.heavy_fence();
         // AcqRel: Release so that a reader whose Acquire load of the generation returns
         // the new value (or a later one: later flips continue the RMW release sequence)
@@ -335,7 +331,7 @@ impl Domain {
 
     /// Whether the calling thread holds a guard on `addr` in this domain.
     fn protected_by_current_thread(&self, addr: usize) -> bool {
-        let Some(record) = crate::local::record(self.id, &self.registry) else {
+        let Some(record) = crate::local::existing_record(self.id, &self.registry) else {
             return false;
         };
         // Owner reads of its own slots and backup slots.
@@ -349,10 +345,6 @@ impl Domain {
     /// The generation a reader puts in its wildcard.
     #[inline(always)]
     fn load_generation(&self) -> usize {
-        #[cfg(loom)]
-        if self.faults.flip_before_fence {
-            return self.generation.load(Relaxed);
-        }
         // Acquire: pairs with the AcqRel flip in `flip_and_fence` (see there). A plain
         // `mov` on x86.
         self.generation.load(Acquire)

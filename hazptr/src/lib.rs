@@ -61,8 +61,8 @@
 //!    Acquire and read *g'* or later, which the writer wrote with a Release RMW after
 //!    unpublishing (later flips extend the release sequence): the reader's later load of A
 //!    sees the unpublish. Wildcards older than *g'* always block, in primary and backup
-//!    slots alike. Model: `wildcard_flip_escape` (fails if the flip is Relaxed and placed
-//!    before the writer's fence).
+//!    slots alike. Model: `wildcard_flip_escape` (fails when the scan also exempts
+//!    the previous generation, the ABA hazard of a 1-bit generation).
 //! 4. **Primary before overflow.** [`Guard::detach`] publishes the backup slot and then
 //!    releases the primary slot with a Release store. The scan reads all primary slots
 //!    (Acquire) *before* it loads the overflow list, so a scan that sees the primary

@@ -21,6 +21,12 @@ struct Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
+        // Under loom, a failing model tears its threads down while unwinding, outside the
+        // model, where loom atomics cannot be touched; the record is garbage then anyway.
+        #[cfg(loom)]
+        if std::thread::panicking() {
+            return;
+        }
         // SAFETY: `_registry` keeps the record allocated until this entry is gone.
         unsafe { &*self.record }.release_owner();
     }
@@ -60,6 +66,17 @@ std::thread_local! {
 /// caller then uses a backup slot.
 #[inline(always)]
 pub(crate) fn record(domain_id: u64, registry: &Arc<Registry>) -> Option<&Record> {
+    lookup(domain_id, registry, true)
+}
+
+/// The calling thread's record in the domain `domain_id` if it already has one; never
+/// claims one.
+pub(crate) fn existing_record(domain_id: u64, registry: &Arc<Registry>) -> Option<&Record> {
+    lookup(domain_id, registry, false)
+}
+
+#[inline(always)]
+fn lookup(domain_id: u64, registry: &Arc<Registry>, claim: bool) -> Option<&Record> {
     #[cfg(not(loom))]
     {
         let (id, record) = LAST.with(|c| c.get());
@@ -71,16 +88,17 @@ pub(crate) fn record(domain_id: u64, registry: &Arc<Registry>) -> Option<&Record
             return Some(unsafe { &*record });
         }
     }
-    record_slow(domain_id, registry)
+    record_slow(domain_id, registry, claim)
 }
 
 #[cold]
-fn record_slow(domain_id: u64, registry: &Arc<Registry>) -> Option<&Record> {
+fn record_slow(domain_id: u64, registry: &Arc<Registry>, claim: bool) -> Option<&Record> {
     LOCAL
         .try_with(|local| {
             let mut local = local.try_borrow_mut().ok()?;
             let record = match local.0.iter().find(|e| e.domain_id == domain_id) {
                 Some(entry) => entry.record,
+                None if !claim => return None,
                 None => {
                     let record: *const Record = registry.acquire_record();
                     local.0.push(Entry {

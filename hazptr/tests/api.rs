@@ -14,7 +14,10 @@ use hazptr::{Domain, FenceMode, SynchronizeError, PRIMARY_SLOTS};
 fn wait_until(what: &str, cond: impl Fn() -> bool) {
     let start = Instant::now();
     while !cond() {
-        assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
         thread::yield_now();
     }
 }
@@ -72,10 +75,16 @@ fn synchronize_while_self_protected_is_an_error_not_a_hang() {
 
     // Same on the slow path: fill the primary slots, then protect `x` in a backup slot.
     let others: Vec<u64> = vec![0; PRIMARY_SLOTS];
-    let held: Vec<_> = others.iter().map(|o| d.protect_addr(o as *const u64)).collect();
+    let held: Vec<_> = others
+        .iter()
+        .map(|o| d.protect_addr(o as *const u64))
+        .collect();
     let g = d.protect_addr(x);
     assert_eq!(d.stats().slow_path_acquires, 1);
-    assert!(matches!(d.synchronize(x), Err(SynchronizeError::SelfProtected { .. })));
+    assert!(matches!(
+        d.synchronize(x),
+        Err(SynchronizeError::SelfProtected { .. })
+    ));
     drop(g);
     drop(held);
     d.synchronize(x).unwrap();
@@ -95,7 +104,10 @@ fn writer_waits_for_reader(d: &'static Domain, nest: usize) {
         thread::spawn(move || {
             // Nest `nest` other guards first so the guard on x may land in a backup slot.
             let pad: Vec<u64> = vec![0; nest];
-            let _pad: Vec<_> = pad.iter().map(|p| d.protect_addr(p as *const u64)).collect();
+            let _pad: Vec<_> = pad
+                .iter()
+                .map(|p| d.protect_addr(p as *const u64))
+                .collect();
             let g = d.protect(&src).unwrap();
             tx.send(()).unwrap();
             go_rx.recv().unwrap();
@@ -115,13 +127,18 @@ fn writer_waits_for_reader(d: &'static Domain, nest: usize) {
         thread::spawn(move || {
             d.synchronize(old as *const u64).unwrap();
             // The reader's release happens-before synchronize's return.
-            assert!(released.load(Ordering::Relaxed), "synchronize returned early");
+            assert!(
+                released.load(Ordering::Relaxed),
+                "synchronize returned early"
+            );
             // SAFETY: no reader protects `old` any more.
             drop(unsafe { Box::from_raw(old as *mut u64) });
         })
     };
     // The writer is provably waiting on the reader's slot before we let the reader go.
-    wait_until("the writer to poll the blocking slot", || d.stats().slot_polls > polls_before);
+    wait_until("the writer to poll the blocking slot", || {
+        d.stats().slot_polls > polls_before
+    });
     assert!(!writer.is_finished());
     go_tx.send(()).unwrap();
     reader.join().unwrap();
@@ -170,7 +187,10 @@ fn nesting_past_the_primary_slots_uses_backup_slots_and_reuses_them() {
     let d = Domain::new(FenceMode::Symmetric);
     let words: Vec<u64> = vec![0; PRIMARY_SLOTS + 3];
     for round in 1..=3u64 {
-        let guards: Vec<_> = words.iter().map(|w| d.protect_addr(w as *const u64)).collect();
+        let guards: Vec<_> = words
+            .iter()
+            .map(|w| d.protect_addr(w as *const u64))
+            .collect();
         assert_eq!(d.stats().slow_path_acquires, 3 * round);
         drop(guards);
     }
@@ -196,7 +216,9 @@ fn detached_guard_moves_threads_and_still_blocks() {
     let polls_before = d.stats().slot_polls;
     let xa = x as usize;
     let writer = thread::spawn(move || d.synchronize(xa as *const u64).unwrap());
-    wait_until("the writer to wait on the backup slot", || d.stats().slot_polls > polls_before);
+    wait_until("the writer to wait on the backup slot", || {
+        d.stats().slot_polls > polls_before
+    });
     go_tx.send(()).unwrap();
     holder.join().unwrap();
     writer.join().unwrap();
@@ -247,7 +269,9 @@ fn readers_retaking_a_permanent_address_do_not_starve_synchronize() {
             let mut g = d.protect_addr(&HEAD as *const u64);
             let polls_before = d.stats().slot_polls;
             ready_tx.send(()).unwrap();
-            wait_until("the writer to wait on the head", || d.stats().slot_polls > polls_before);
+            wait_until("the writer to wait on the head", || {
+                d.stats().slot_polls > polls_before
+            });
             let mut retakes = 0u64;
             // Relaxed: a stop flag with no data attached.
             while !done.load(Ordering::Relaxed) {
@@ -285,7 +309,9 @@ fn asymmetric_mode_resolves_to_a_working_mode() {
 #[test]
 fn global_domain_is_one_symmetric_domain() {
     let a = Domain::global() as *const Domain;
-    let b = thread::spawn(|| Domain::global() as *const Domain as usize).join().unwrap();
+    let b = thread::spawn(|| Domain::global() as *const Domain as usize)
+        .join()
+        .unwrap();
     assert_eq!(a as usize, b);
     assert_eq!(Domain::global().fence_mode(), FenceMode::Symmetric);
 }

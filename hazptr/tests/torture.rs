@@ -50,19 +50,28 @@ fn torture(mode: FenceMode, force_slow: bool, readers: usize, updates: usize) {
         .map(|r| {
             let (current, stop) = (current.clone(), stop.clone());
             thread::spawn(move || {
-                let mut out = Outcome { reads: 0, bad_pipe: 0, poisoned: 0 };
+                let mut out = Outcome {
+                    reads: 0,
+                    bad_pipe: 0,
+                    poisoned: 0,
+                };
                 let filler = [0u64; 4];
                 let mut i = 0u64;
                 // Relaxed: a stop flag with no data attached.
                 while !stop.load(Ordering::Relaxed) {
                     i += 1;
                     // Every 7th read nests past the primary slots (backup slot).
-                    let _nest: Vec<_> = if i % 7 == 0 {
-                        filler.iter().map(|f| d.protect_addr(f as *const u64)).collect()
+                    let _nest: Vec<_> = if i.is_multiple_of(7) {
+                        filler
+                            .iter()
+                            .map(|f| d.protect_addr(f as *const u64))
+                            .collect()
                     } else {
                         Vec::new()
                     };
-                    let Some(g) = d.protect(&current) else { continue };
+                    let Some(g) = d.protect(&current) else {
+                        continue;
+                    };
                     // Every 5th read of reader 0 detaches (promotion to a backup slot).
                     let check = |e: &Elem, out: &mut Outcome| {
                         // Relaxed loads: the guard's ordering argument, not these, is
@@ -75,7 +84,7 @@ fn torture(mode: FenceMode, force_slow: bool, readers: usize, updates: usize) {
                         }
                         out.reads += 1;
                     };
-                    if r == 0 && i % 5 == 0 {
+                    if r == 0 && i.is_multiple_of(5) {
                         let g = g.detach(d);
                         for _ in 0..(i % 64) {
                             std::hint::spin_loop();
@@ -122,7 +131,11 @@ fn torture(mode: FenceMode, force_slow: bool, readers: usize, updates: usize) {
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let mut total = Outcome { reads: 0, bad_pipe: 0, poisoned: 0 };
+    let mut total = Outcome {
+        reads: 0,
+        bad_pipe: 0,
+        poisoned: 0,
+    };
     for h in handles {
         let o = h.join().unwrap();
         total.reads += o.reads;
@@ -133,10 +146,17 @@ fn torture(mode: FenceMode, force_slow: bool, readers: usize, updates: usize) {
     eprintln!(
         "torture mode={mode:?} slow={force_slow} readers={readers} updates={updates}: \
          reads={} bad_pipe={} poisoned={} waits={} polls={} slow_path={}",
-        total.reads, total.bad_pipe, total.poisoned, s.synchronize_waits, s.slot_polls,
+        total.reads,
+        total.bad_pipe,
+        total.poisoned,
+        s.synchronize_waits,
+        s.slot_polls,
         s.slow_path_acquires
     );
-    assert_eq!(total.bad_pipe, 0, "a reader held an element that had passed synchronize");
+    assert_eq!(
+        total.bad_pipe, 0,
+        "a reader held an element that had passed synchronize"
+    );
     assert_eq!(total.poisoned, 0, "a reader saw a poisoned element");
     assert_eq!(s.synchronize_calls, updates as u64);
     if readers > 0 {
