@@ -345,9 +345,10 @@ fn read_section() -> Vec<(String, &'static str, bool, Body)> {
 /// The 3-event rwlock matrices, by body (the kernel's last two labels are swapped against
 /// their bodies; both are silent, so we label by body as the census does).
 fn three_event() -> Vec<(String, &'static str, bool, Body)> {
-    type Ev = (Mode, Mode); // (mode of first lock, mode of second lock)
-                            // (label, events as (first, second) lock indexes 0=X,1=Y,2=Z with modes, expect)
-    let groups: [(&str, [(usize, usize, Ev); 3], bool); 4] = [
+    // One event {p -> q}: lock indexes (0 = X, 1 = Y, 2 = Z) and their modes.
+    type Event = (usize, usize, (Mode, Mode));
+    type Group = (&'static str, [Event; 3], bool);
+    let groups: [Group; 4] = [
         (
             "rlock W1R2/W2R3/W3R1",
             [(0, 1, (W, R)), (1, 2, (W, R)), (2, 0, (W, R))],
