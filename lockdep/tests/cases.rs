@@ -1,0 +1,957 @@
+//! The validator cases of cases-visible.md (C01-C11, C14-C17, C20), each asserting the stated
+//! verdict. Lock operations use the raw `acquire`/`release` API that lock wrappers call;
+//! "T2: ..." runs on a fresh thread after T1 has finished, as the case conventions say.
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+
+use common::*;
+use lockdep::{DynamicKey, KeyMisuse, LockClassKey, LockMap, Mode, Policy, Report};
+
+/// A leaked lock map whose class is the caller's site (so every call site is its own class).
+#[track_caller]
+fn new_lock(name: &'static str) -> &'static LockMap {
+    Box::leak(Box::new(LockMap::new(name)))
+}
+
+/// An RAII guard, like a lock wrapper's, so unwinding releases the lock.
+struct G(&'static LockMap);
+
+impl Drop for G {
+    fn drop(&mut self) {
+        lockdep::release(self.0, Location::caller());
+    }
+}
+
+#[track_caller]
+fn guard(m: &'static LockMap) -> G {
+    lockdep::acquire(m, 0, Mode::Exclusive, false, None, Location::caller());
+    G(m)
+}
+
+fn cycles(r: &[Report]) -> Vec<Vec<String>> {
+    r.iter()
+        .filter(|r| matches!(r, Report::CircularDependency(_)))
+        .map(Report::cycle_classes)
+        .collect()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.pop(); // the cycle closes on its first class
+    v.sort();
+    v
+}
+
+fn names(v: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------------------------------- C01
+
+#[test]
+fn c01_abba_two_threads_reported_at_t2_lock_a_once() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    on_thread(move || {
+        lock(a);
+        lock(b);
+        unlock(b);
+        unlock(a);
+    });
+    assert!(take().is_empty());
+    on_thread(move || {
+        lock(b);
+        lock(a);
+        unlock(a);
+        unlock(b);
+    });
+    let r = take();
+    assert_eq!(r.len(), 1, "{r:?}");
+    let Report::CircularDependency(c) = &r[0] else {
+        panic!("{r:?}")
+    };
+    assert_eq!(c.acquiring.class_name, "A");
+    assert_eq!(c.holding.class_name, "B");
+    assert_eq!(r[0].cycle_classes(), ["B", "A", "B"]);
+    // Both sites of every edge are in the report, and its text has the kernel's layout.
+    assert_eq!(c.cycle.len(), 2);
+    assert_eq!(c.cycle[1].from, "A");
+    assert_eq!(c.cycle[1].to, "B");
+    let text = r[0].to_string();
+    for needle in [
+        "WARNING: possible circular locking dependency detected",
+        "is trying to acquire lock:",
+        "but task is already holding lock:",
+        "the existing dependency chain (in reverse order) is:",
+        "Possible unsafe locking scenario",
+        "CPU0",
+        "CPU1",
+        "*** DEADLOCK ***",
+        "lock held by",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    // A clean A-then-B run later is silent; the B->A dependency was not recorded.
+    on_thread(move || {
+        lock(a);
+        lock(b);
+        unlock(b);
+        unlock(a);
+    });
+    assert!(take().is_empty());
+    // The same inversion again is the same cycle: counted, not reported twice.
+    let before = lockdep::stats().cycles_found;
+    on_thread(move || {
+        lock(b);
+        lock(a);
+        unlock(a);
+        unlock(b);
+    });
+    assert!(take().is_empty());
+    assert_eq!(lockdep::stats().cycles_found, before + 1);
+}
+
+#[test]
+fn c01_single_thread_variant() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    lock(a);
+    lock(b);
+    unlock(b);
+    unlock(a);
+    lock(b);
+    assert!(take().is_empty());
+    lock(a);
+    assert_eq!(cycles(&take()).len(), 1);
+    unlock(a);
+    unlock(b);
+}
+
+// ---------------------------------------------------------------------------------------- C02
+
+#[test]
+fn c02_three_and_four_class_cycles() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    on_thread(move || pair_exclusive(a, b));
+    on_thread(move || pair_exclusive(b, c));
+    assert!(take().is_empty());
+    on_thread(move || {
+        lock(c);
+        lock(a);
+        unlock(a);
+        unlock(c);
+    });
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(cy[0].len(), 4);
+    assert_eq!(sorted(cy[0].clone()), names(&["A", "B", "C"]));
+
+    let _h2 = {
+        drop(_h);
+        start()
+    };
+    let (a, b, c, d) = (new_lock("A"), new_lock("B"), new_lock("C"), new_lock("D"));
+    on_thread(move || pair_exclusive(a, b));
+    on_thread(move || pair_exclusive(b, c));
+    on_thread(move || pair_exclusive(c, d));
+    assert!(take().is_empty());
+    on_thread(move || {
+        lock(d);
+        lock(a);
+        unlock(a);
+        unlock(d);
+    });
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(sorted(cy[0].clone()), names(&["A", "B", "C", "D"]));
+}
+
+fn pair_exclusive(p: &LockMap, q: &LockMap) {
+    lock(p);
+    lock(q);
+    unlock(q);
+    unlock(p);
+}
+
+// ---------------------------------------------------------------------------------------- C03
+
+#[test]
+fn c03a_hand_over_hand_reports_transitive_cycle() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    on_thread(move || {
+        lock(a);
+        lock(b);
+        unlock(a);
+        lock(c);
+        unlock(c);
+        unlock(b);
+    });
+    on_thread(move || {
+        lock(c);
+        lock(a);
+        unlock(a);
+        unlock(c);
+    });
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(sorted(cy[0].clone()), names(&["A", "B", "C"]));
+}
+
+#[test]
+fn c03b_no_edge_between_locks_not_held_together() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    on_thread(move || {
+        lock(a);
+        lock(b);
+        unlock(b);
+        lock(c);
+        unlock(c);
+        unlock(a);
+    });
+    on_thread(move || {
+        lock(c);
+        lock(b);
+        unlock(b);
+        unlock(c);
+    });
+    assert!(take().is_empty());
+}
+
+#[test]
+fn c03c_out_of_order_unlock_bookkeeping() {
+    let _h = start();
+    let (a, d) = (new_lock("A"), new_lock("D"));
+    let kb = DynamicKey::new("B");
+    let b: &'static LockMap = Box::leak(Box::new(LockMap::with_dynamic_key("B", &kb)));
+    on_thread(move || {
+        lock(a);
+        lock(b);
+        unlock(a);
+        lock(d);
+        unlock(d);
+        unlock(b);
+    });
+    drop(kb); // destroys B's class and its dependencies
+    on_thread(move || {
+        lock(d);
+        lock(a);
+        unlock(a);
+        unlock(d);
+    });
+    assert!(take().is_empty());
+    assert!(lockdep::dependencies()
+        .iter()
+        .all(|e| !(e.from == "A" && e.to == "D")));
+}
+
+// ---------------------------------------------------------------------------------------- C04
+
+#[test]
+fn c04a_trylock_adds_no_edge_into_itself() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    on_thread(move || {
+        lock(a);
+        try_lock(b);
+        unlock(b);
+        unlock(a);
+    });
+    on_thread(move || pair_exclusive(b, a));
+    assert!(take().is_empty());
+}
+
+#[test]
+fn c04b_trylocked_lock_gives_outgoing_edges() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    on_thread(move || {
+        try_lock(a);
+        lock(b);
+        unlock(b);
+        unlock(a);
+    });
+    on_thread(move || pair_exclusive(b, a));
+    assert_eq!(cycles(&take()).len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------- C06
+
+#[test]
+fn c06_relock_same_instance_reported_before_blocking() {
+    let _h = start();
+    let a = new_lock("A");
+    lockdep::set_policy(Policy::Panic);
+    let r = catch_unwind(|| {
+        let _g1 = guard(a);
+        let _g2 = guard(a); // would deadlock a real mutex: must panic first
+    });
+    let msg = r.expect_err("the second lock must be reported");
+    let text = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains("possible recursive locking detected"),
+        "{text}"
+    );
+    assert_eq!(lockdep::held_count(), 0, "unwinding released A");
+    drop(_h);
+    let _h = start();
+    // Variant through a helper; a later T2 lock is silent.
+    fn f(a: &LockMap) {
+        lock(a);
+    }
+    lock(a);
+    f(a);
+    let r = take();
+    assert!(
+        matches!(r.as_slice(), [Report::RecursiveLocking(_)]),
+        "{r:?}"
+    );
+    lockdep::reset();
+    on_thread(move || {
+        lock(a);
+        unlock(a);
+    });
+    assert!(take().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------- C07
+
+#[test]
+fn c07_rwlock_recursion_matrix() {
+    use Mode::*;
+    let cases: [(Mode, Mode, bool); 6] = [
+        (Read, Read, true),
+        (Read, RecursiveRead, false),
+        (RecursiveRead, RecursiveRead, false),
+        (Read, Exclusive, true),
+        (Exclusive, Read, true),
+        (Exclusive, Exclusive, true),
+    ];
+    let _h = start();
+    let r = new_lock("R");
+    for (first, second, expect) in cases {
+        lockdep::reset();
+        take();
+        lock_mode(r, first);
+        lock_mode(r, second);
+        let reps = take();
+        assert_eq!(
+            !reps.is_empty(),
+            expect,
+            "{first:?} then {second:?}: {reps:?}"
+        );
+        if expect {
+            assert!(matches!(reps[0], Report::RecursiveLocking(_)), "{reps:?}");
+        }
+        unlock(r);
+        unlock(r);
+        assert!(take().is_empty());
+    }
+}
+
+// ---------------------------------------------------------------------------------------- C09
+
+#[test]
+fn c09_destroyed_lock_address_reuse_inherits_nothing() {
+    let _h = start();
+    let m1 = new_lock("M1");
+    let baseline = lockdep::stats();
+    let mut addrs = Vec::new();
+    for _ in 0..2 {
+        // A lock with its own dynamic key: destroying it destroys its class.
+        let key = Box::new(DynamicKey::new("M2"));
+        let m2 = LockMap::with_dynamic_key("M2", &key);
+        addrs.push(&*key as *const DynamicKey as usize);
+        if addrs.len() == 1 {
+            lock(m1);
+            lock(&m2);
+            unlock(&m2);
+            unlock(m1);
+        } else {
+            lock(&m2);
+            lock(m1);
+            unlock(m1);
+            unlock(&m2);
+        }
+        drop(m2);
+        drop(key);
+    }
+    assert!(take().is_empty());
+    let after = lockdep::stats();
+    // Only M1's class is left beyond the baseline; no dependency survives.
+    assert_eq!(after.keys, baseline.keys);
+    assert_eq!(after.classes, baseline.classes + 1);
+    assert_eq!(after.dependencies, 0);
+}
+
+#[test]
+fn c09_transitive_path_dies_with_the_lock() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    let kx = DynamicKey::new("X");
+    let x = LockMap::with_dynamic_key("X", &kx);
+    lock(a);
+    lock(&x);
+    unlock(&x);
+    unlock(a);
+    lock(&x);
+    lock(b);
+    unlock(b);
+    unlock(&x);
+    drop(x);
+    drop(kx);
+    let kx2 = DynamicKey::new("X'");
+    let _x2 = LockMap::with_dynamic_key("X'", &kx2);
+    on_thread(move || pair_exclusive(b, a));
+    assert!(take().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------- C10
+
+static FUNNEL: LockClassKey = LockClassKey::new();
+static FUNNEL_SCHED: LockClassKey = LockClassKey::new();
+
+#[test]
+fn c10_same_class_annotations() {
+    let _h = start();
+    let node = LockClassKey::new();
+    let node: &'static LockClassKey = Box::leak(Box::new(node));
+    let n: Vec<&'static LockMap> = (0..4)
+        .map(|_| &*Box::leak(Box::new(LockMap::with_key("Node", node))))
+        .collect();
+    let big = new_lock("Big");
+
+    // (a) unannotated nesting of one class
+    lock(n[0]);
+    lock(n[1]);
+    let r = take();
+    assert!(
+        matches!(r.as_slice(), [Report::MissingNestingAnnotation(_)]),
+        "{r:?}"
+    );
+    assert!(r[0]
+        .to_string()
+        .contains("May be due to missing lock nesting notation"));
+    unlock(n[1]);
+    unlock(n[0]);
+    lockdep::reset();
+
+    // (b) subclass annotation
+    lock(n[0]);
+    lock_nested(n[1], 1);
+    unlock(n[1]);
+    unlock(n[0]);
+    assert!(take().is_empty());
+
+    // (c) inverted subclasses
+    let (n2, n3) = (n[2], n[3]);
+    on_thread(move || {
+        lock_nested(n2, 1);
+        lock(n3);
+        unlock(n3);
+        unlock(n2);
+    });
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(sorted(cy[0].clone()), names(&["Node", "Node/1"]));
+    lockdep::reset();
+
+    // (d) nest_lock
+    lock(big);
+    lock_nest(n[0], big);
+    lock_nest(n[1], big);
+    unlock(n[1]);
+    unlock(n[0]);
+    unlock(big);
+    assert!(take().is_empty());
+
+    // (e) nest lock not held
+    lock_nest(n[0], big);
+    let r = take();
+    assert!(
+        matches!(r.as_slice(), [Report::NestLockNotHeld { .. }]),
+        "{r:?}"
+    );
+    assert!(r[0].to_string().contains("Nested lock was not taken"));
+    unlock(n[0]);
+    lockdep::reset();
+
+    // (f) separate class via set_key
+    let f1: &'static LockMap = Box::leak(Box::new(LockMap::with_key("Funnel", &FUNNEL)));
+    let mut f2 = LockMap::with_key("Funnel", &FUNNEL);
+    f2.set_key(&FUNNEL_SCHED);
+    let f2: &'static LockMap = Box::leak(Box::new(f2));
+    lock(f1);
+    lock(f2);
+    unlock(f2);
+    unlock(f1);
+    assert!(take().is_empty());
+    on_thread(move || pair_exclusive(f2, f1));
+    assert_eq!(cycles(&take()).len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------- C11
+
+fn misuse_kinds(r: &[Report]) -> Vec<KeyMisuse> {
+    r.iter()
+        .filter_map(|r| match r {
+            Report::KeyMisuse { kind, .. } => Some(*kind),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn c11_dynamic_key_misuse() {
+    let _h = start();
+    // 1. never registered
+    let k = DynamicKey::new_unregistered("K");
+    let l = LockMap::with_dynamic_key("L", &k);
+    lock(&l);
+    unlock(&l);
+    assert_eq!(
+        misuse_kinds(&take()),
+        [KeyMisuse::NotRegistered, KeyMisuse::NotRegistered]
+    );
+    // 2. double register
+    let k2 = DynamicKey::new("K2");
+    k2.register();
+    assert_eq!(misuse_kinds(&take()), [KeyMisuse::DoubleRegister]);
+    // 3. unknown key
+    let k3 = DynamicKey::new_unregistered("K3");
+    k3.unregister();
+    assert_eq!(misuse_kinds(&take()), [KeyMisuse::UnknownKey]);
+    // 4. used after unregister (map created before, and after)
+    let k4 = DynamicKey::new("K4");
+    let before = LockMap::with_dynamic_key("L4", &k4);
+    lock(&before);
+    unlock(&before);
+    k4.unregister();
+    assert!(take().is_empty());
+    lock(&before);
+    unlock(&before);
+    assert_eq!(misuse_kinds(&take()), [KeyMisuse::NotRegistered]);
+    let after = LockMap::with_dynamic_key("L4'", &k4);
+    assert_eq!(misuse_kinds(&take()), [KeyMisuse::NotRegistered]);
+    lock(&after);
+    unlock(&after);
+    // Unregistering while a lock of the key is held.
+    let k5 = DynamicKey::new("K5");
+    let l5 = LockMap::with_dynamic_key("L5", &k5);
+    lock(&l5);
+    k5.unregister();
+    unlock(&l5);
+    assert_eq!(misuse_kinds(&take()), [KeyMisuse::UnregisterWhileHeld]);
+    assert!(!k5.is_registered());
+    // 5. the validator is still on.
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    on_thread(move || {
+        pair_exclusive(a, b);
+        pair_exclusive(b, a);
+    });
+    assert_eq!(cycles(&take()).len(), 1);
+    drop((l, before, after, l5));
+}
+
+// ---------------------------------------------------------------------------------------- C14
+
+/// A condvar wait as a wrapper does it: release M, (block), then re-acquire M, validated.
+#[track_caller]
+fn condvar_wait(m: &LockMap) {
+    lockdep::release(m, Location::caller());
+    lockdep::acquire(m, 0, Mode::Exclusive, false, None, Location::caller());
+}
+
+#[test]
+fn c14a_condvar_wait_normal_use() {
+    let _h = start();
+    let m = new_lock("M");
+    lock(m);
+    condvar_wait(m);
+    assert_eq!(lockdep::held_count(), 1);
+    assert!(lockdep::is_held(m));
+    unlock(m);
+    assert!(take().is_empty());
+    assert_eq!(lockdep::held_count(), 0);
+}
+
+#[test]
+fn c14b_wait_while_holding_a_later_lock() {
+    let _h = start();
+    let (m, b) = (new_lock("M"), new_lock("B"));
+    pair_exclusive(m, b);
+    lock(m);
+    lock(b);
+    condvar_wait(m);
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(sorted(cy[0].clone()), names(&["B", "M"]));
+    unlock(b);
+    unlock(m);
+}
+
+// ---------------------------------------------------------------------------------------- C15
+
+#[test]
+fn c15a_child_thread_starts_with_empty_held_set() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    lock(a);
+    std::thread::spawn(move || {
+        lock(b);
+        unlock(b);
+    })
+    .join()
+    .unwrap();
+    unlock(a);
+    on_thread(move || pair_exclusive(b, a));
+    assert!(take().is_empty());
+}
+
+#[test]
+fn c15b_join_under_lock_via_pseudo_lock() {
+    let _h = start();
+    let (a, x) = (new_lock("A"), new_lock("X"));
+    let join: &'static lockdep::PseudoLock = Box::leak(Box::new(lockdep::PseudoLock::new("J")));
+    lock(a);
+    let child = std::thread::spawn(move || {
+        let _work = join.enter();
+        pair_exclusive(x, x_dummy());
+        lock(a);
+        unlock(a);
+    });
+    child.join().unwrap();
+    join.wait(); // the joiner, holding A
+    unlock(a);
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(sorted(cy[0].clone()), names(&["A", "J"]));
+}
+
+fn x_dummy() -> &'static LockMap {
+    static K: LockClassKey = LockClassKey::new();
+    Box::leak(Box::new(LockMap::with_key("Xinner", &K)))
+}
+
+// ---------------------------------------------------------------------------------------- C16
+
+#[test]
+fn c16a_lock_in_tls_destructor_does_not_crash() {
+    let _h = start();
+    let (l, m) = (new_lock("L"), new_lock("M"));
+    struct Obj(&'static LockMap);
+    impl Drop for Obj {
+        fn drop(&mut self) {
+            lock(self.0);
+            unlock(self.0);
+        }
+    }
+    thread_local! { static OBJ: std::cell::RefCell<Option<Obj>> = const { std::cell::RefCell::new(None) }; }
+    on_thread(move || {
+        OBJ.with(|o| *o.borrow_mut() = Some(Obj(l)));
+        lock(m);
+        unlock(m);
+    });
+    assert!(take().is_empty());
+}
+
+#[test]
+fn c16b_guard_stashed_in_tls_released_at_teardown() {
+    let _h = start();
+    let l = new_lock("L");
+    thread_local! { static STASH: std::cell::RefCell<Option<G>> = const { std::cell::RefCell::new(None) }; }
+    let t1 = on_thread(move || {
+        STASH.with(|s| *s.borrow_mut() = Some(guard(l)));
+        lockdep::held_locks().len()
+    });
+    assert_eq!(t1, 1);
+    let t1_reports = take();
+    let t2_reports = on_thread(move || {
+        lock(l);
+        unlock(l);
+        take()
+    });
+    assert!(t2_reports.is_empty(), "{t2_reports:?}");
+    // T1 may get a held-at-exit report, depending on which TLS destructor runs first; never
+    // anything else.
+    assert!(t1_reports
+        .iter()
+        .all(|r| matches!(r, Report::LockHeldAtExit { .. })));
+}
+
+#[test]
+fn c16c_field_drop_order_non_lifo_release() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    struct Pair {
+        _ga: G,
+        _gb: G,
+    }
+    let p = Pair {
+        _ga: guard(a),
+        _gb: guard(b),
+    };
+    drop(p); // releases A, then B
+    assert_eq!(lockdep::held_count(), 0);
+    lock(c);
+    assert_eq!(lockdep::held_count(), 1);
+    unlock(c);
+    assert!(take().is_empty());
+    let deps = lockdep::dependencies();
+    assert_eq!(deps.len(), 1, "{deps:?}"); // only A->B
+    assert_eq!((deps[0].from.as_str(), deps[0].to.as_str()), ("A", "B"));
+}
+
+#[test]
+fn c16d_drop_relocking_a_held_lock() {
+    let _h = start();
+    let reg = new_lock("Reg");
+    struct Item(&'static LockMap);
+    impl Drop for Item {
+        fn drop(&mut self) {
+            let _g = guard(self.0);
+        }
+    }
+    let item = std::sync::Arc::new(Item(reg));
+    let g = guard(reg);
+    drop(item);
+    drop(g);
+    let r = take();
+    assert!(
+        matches!(r.as_slice(), [Report::RecursiveLocking(_)]),
+        "{r:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------- C17
+
+#[test]
+fn c17_panics_keep_the_validator_consistent() {
+    let _h = start();
+    let (a, b, c, d) = (new_lock("A"), new_lock("B"), new_lock("C"), new_lock("D"));
+    on_thread(move || pair_exclusive(a, b));
+    lockdep::set_policy(Policy::Panic);
+    on_thread(move || {
+        let r = catch_unwind(|| {
+            let _gb = guard(b);
+            let _ga = guard(a); // cycle: panics before A is marked held
+        });
+        assert!(r.is_err());
+        assert_eq!(lockdep::held_count(), 0);
+        let _gc = guard(c);
+        assert_eq!(lockdep::held_count(), 1);
+    });
+    // T3: A then B is still fine (B->A was not recorded).
+    on_thread(move || pair_exclusive(a, b));
+    // T4 panics while holding A; unwinding releases it.
+    on_thread(move || {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let _ga = guard(a);
+            panic!("user panic while holding A");
+        }));
+        assert!(r.is_err());
+        assert_eq!(lockdep::held_count(), 0);
+    });
+    // T5: the (poisoned) A is still a real holding: A -> D.
+    on_thread(move || {
+        let _ga = guard(a);
+        let _gd = guard(d);
+    });
+    // T6: D then A closes A -> D -> A.
+    let t6 = on_thread(move || {
+        catch_unwind(|| {
+            let _gd = guard(d);
+            let _ga = guard(a);
+        })
+        .map_err(|e| e.downcast_ref::<String>().cloned().unwrap_or_default())
+    });
+    let text = t6.expect_err("T6 must report");
+    assert!(text.contains("circular locking dependency"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------- C20
+
+#[test]
+fn c20a_pseudo_lock_in_a_cycle() {
+    let _h = start();
+    let g: &'static lockdep::PseudoLock = Box::leak(Box::new(lockdep::PseudoLock::new("G")));
+    let p = new_lock("P");
+    on_thread(move || {
+        let _e = g.enter();
+        lock(p);
+        unlock(p);
+    });
+    on_thread(move || {
+        lock(p);
+        let _e = g.enter();
+        drop(_e);
+        unlock(p);
+    });
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(sorted(cy[0].clone()), names(&["G", "P"]));
+}
+
+#[test]
+fn c20b_held_queries_agree() {
+    let _h = start();
+    let g = lockdep::PseudoLock::new("G");
+    let e = g.enter();
+    assert_eq!(lockdep::held_count(), 1);
+    assert!(lockdep::is_held(g.map()));
+    lockdep::assert_held(g.map());
+    let held = lockdep::held_locks();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].class_name, "G");
+    drop(e);
+    assert_eq!(lockdep::held_count(), 0);
+    lockdep::assert_not_held(g.map());
+    lockdep::assert_none_held();
+    assert!(take().is_empty());
+    // And the assertions do fire when wrong.
+    lockdep::assert_held(g.map());
+    let r = take();
+    assert!(
+        matches!(
+            r.as_slice(),
+            [Report::AssertionFailed {
+                kind: lockdep::AssertKind::NotHeld,
+                ..
+            }]
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn c20c_might_lock_records_without_holding() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    on_thread(move || {
+        lock(a);
+        lockdep::might_lock(b, 0, Mode::Exclusive, Location::caller());
+        assert!(!lockdep::is_held(b));
+        assert_eq!(lockdep::held_count(), 1);
+        unlock(a);
+    });
+    assert!(take().is_empty());
+    on_thread(move || {
+        lock(b);
+        lock(a);
+        unlock(a);
+        unlock(b);
+    });
+    let cy = cycles(&take());
+    assert_eq!(cy.len(), 1);
+    assert_eq!(sorted(cy[0].clone()), names(&["A", "B"]));
+}
+
+// ------------------------------------------------------------------------------ other reports
+
+#[test]
+fn bad_unlock_and_held_lock_freed_and_exit_reports() {
+    let _h = start();
+    let a = new_lock("A");
+    unlock(a);
+    let r = take();
+    assert!(
+        matches!(r.as_slice(), [Report::BadUnlockBalance { .. }]),
+        "{r:?}"
+    );
+    assert!(r[0].to_string().contains("bad unlock balance detected"));
+
+    // Boxed, so the map is dropped where it was locked (`drop(m)` on a stack value would
+    // move it first, and the instance is the map's address).
+    let m = Box::new(LockMap::new("Freed"));
+    lock(&m);
+    drop(m);
+    let r = take();
+    assert!(
+        matches!(r.as_slice(), [Report::HeldLockFreed { .. }]),
+        "{r:?}"
+    );
+    assert_eq!(lockdep::held_count(), 0);
+
+    let b = new_lock("B");
+    on_thread(move || lock(b));
+    let r = take();
+    assert!(
+        matches!(r.as_slice(), [Report::LockHeldAtExit { held, .. }] if held.len() == 1),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn depth_limit_is_reported_once_and_tracking_continues() {
+    let _h = start();
+    lockdep::set_max_depth(4);
+    let locks: Vec<&'static LockMap> = (0..6)
+        .map(|i| {
+            let k: &'static LockClassKey = Box::leak(Box::new(LockClassKey::new()));
+            let name: &'static str = Box::leak(format!("L{i}").into_boxed_str());
+            &*Box::leak(Box::new(LockMap::with_key(name, k)))
+        })
+        .collect();
+    for l in &locks {
+        lock(l);
+    }
+    assert_eq!(lockdep::held_count(), 6);
+    for l in locks.iter().rev() {
+        unlock(l);
+    }
+    let r = take();
+    assert!(
+        matches!(
+            r.as_slice(),
+            [Report::CapacityExhausted {
+                what: lockdep::Capacity::HeldLocks,
+                limit: 4,
+                ..
+            }]
+        ),
+        "{r:?}"
+    );
+    lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
+}
+
+#[test]
+fn pinned_lock_release_is_reported() {
+    let _h = start();
+    let a = new_lock("A");
+    lock(a);
+    lockdep::pin(a);
+    unlock(a);
+    let r = take();
+    assert!(
+        matches!(
+            r.as_slice(),
+            [Report::AssertionFailed {
+                kind: lockdep::AssertKind::ReleasedWhilePinned,
+                ..
+            }]
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn dot_output_names_classes_and_kinds() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    lock(a);
+    read_rec(b);
+    unlock(b);
+    unlock(a);
+    let dot = lockdep::dot();
+    assert!(dot.starts_with("digraph lockdep {"), "{dot}");
+    assert!(dot.contains("\"A\"") && dot.contains("\"B\""), "{dot}");
+    assert!(dot.contains("label=\"ER"), "{dot}");
+    let s = lockdep::stats();
+    assert_eq!((s.classes, s.edges, s.dependencies), (2, 1, 1));
+    assert!(s.chains >= 1);
+}
