@@ -173,6 +173,18 @@ impl DynamicKey {
         bucket_index(self.node.as_ptr() as usize)
     }
 
+    /// Test hook: runs `f` while holding the hazard pointer on this key's bucket head, exactly
+    /// as a lookup does while it walks the bucket. Lets tests park a "reader" inside a bucket
+    /// (an unregister of a key in this bucket then waits for `f` to return; one in another
+    /// bucket does not). Calling `unregister` of a key in this bucket from `f` would wait for
+    /// itself: `hazptr` detects that and the validator panics.
+    #[doc(hidden)]
+    pub fn with_bucket_protected<R>(&self, f: impl FnOnce() -> R) -> R {
+        let head = bucket(self.node.as_ptr() as usize);
+        let _guard = Domain::global().protect_addr(head as *const AtomicPtr<KeyNode>);
+        f()
+    }
+
     /// Is the key registered? Lock-free (hazard pointer on the key's bucket).
     pub fn is_registered(&self) -> bool {
         is_registered(self.node.as_ptr() as usize, self.node().serial)
