@@ -1,7 +1,7 @@
 //! [`Domain`]: the set of slots one `synchronize` scans, with its fence mode and stats.
 
 use std::fmt;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::atomic::{AtomicBool as StdAtomicBool, AtomicU64};
 use std::sync::Arc;
 
@@ -11,9 +11,10 @@ use crate::fence::{self, FenceMode};
 use crate::guard::{Guard, Holder};
 use crate::primitive::{AtomicPtr, AtomicUsize};
 use crate::registry::Registry;
-use crate::slot::{wildcard, Slot};
+use crate::scan::{Blocker, Target};
+use crate::shared::SharedScan;
+use crate::slot::wildcard;
 use crate::stats::{Counters, Stats};
-use crate::wait::Backoff;
 
 /// Test-only faults for the loom models: each removes one ordering guarantee, and the
 /// model that guards it must then fail. Only exists under `cfg(loom)`.
@@ -34,6 +35,15 @@ pub struct Faults {
     /// `synchronize` ignores the per-slot release sequence and waits for the slot's value
     /// to change, so readers that keep re-taking the address starve it.
     pub ignore_release_seq: bool,
+    /// The shared-scan combiner flips the generation before it closes its batch, so a
+    /// waiter that joins in between is exempted from waiting on a new-generation wildcard
+    /// whose reader did not see that waiter's unpublish.
+    pub flip_before_close: bool,
+    /// The combiner waits only for its own address instead of the batch's filter, so the
+    /// other waiters of the batch are released early.
+    pub combiner_checks_own_only: bool,
+    /// Batch completion wakes one waiter instead of all of them.
+    pub notify_one_only: bool,
 }
 
 /// Why [`Domain::synchronize`] refused to wait.
@@ -77,15 +87,18 @@ static NEXT_DOMAIN_ID: AtomicU64 = AtomicU64::new(1);
 /// Thread safety: `Domain` is `Send + Sync`; all methods take `&self`.
 pub struct Domain {
     id: u64,
-    mode: FenceMode,
+    pub(crate) mode: FenceMode,
     force_slow_path: StdAtomicBool,
     #[cfg(loom)]
-    faults: Faults,
+    pub(crate) faults: Faults,
     /// The wildcard generation; `synchronize` bumps it. Alone on its line: readers load
     /// it on every `protect`, synchronizers write it.
-    generation: CachePadded<AtomicUsize>,
-    registry: Arc<Registry>,
-    counters: CachePadded<Counters>,
+    pub(crate) generation: CachePadded<AtomicUsize>,
+    /// Shared-membarrier sequence (Asymmetric mode): odd while a barrier is in flight.
+    pub(crate) barrier_seq: CachePadded<AtomicUsize>,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) shared: SharedScan,
+    pub(crate) counters: CachePadded<Counters>,
 }
 
 impl fmt::Debug for Domain {
@@ -117,7 +130,9 @@ impl Domain {
             #[cfg(loom)]
             faults: Faults::default(),
             generation: CachePadded::new(AtomicUsize::new(1)),
+            barrier_seq: CachePadded::new(AtomicUsize::new(0)),
             registry: Arc::new(Registry::new()),
+            shared: SharedScan::new(),
             counters: CachePadded::new(Counters::default()),
         }
     }
@@ -231,101 +246,90 @@ impl Domain {
     /// do not hold it up: a slot counts as released once it has been *seen* released
     /// (its release sequence moved), as in the kernel's shazptr scan.
     ///
-    /// Order: a full fence (or `membarrier` in [`FenceMode::Asymmetric`]), a flip of the
-    /// wildcard generation, a scan of every primary slot, then of the overflow list (a
-    /// guard promoted to a backup slot moves in that direction only). A blocking slot is
-    /// polled with spin-then-sleep backoff (sleeps from 1 µs doubling to 1 ms).
+    /// How: a heavy barrier (a SeqCst fence; in [`FenceMode::Asymmetric`] a `membarrier`
+    /// shared with concurrent callers), then a **self-scan** of every slot, which returns
+    /// at once if none protects `addr` or holds a wildcard (no write to shared memory, a
+    /// few hundred ns for 16 threads). Otherwise the caller joins the **shared scan**: its
+    /// address goes into the open batch's Bloom filter and one combiner scans for the
+    /// whole batch (see [`Domain::synchronize_direct`] for the one-caller alternative).
     ///
-    /// Null is never protected: `synchronize(null)` returns `Ok` at once.
+    /// Null is never protected: `synchronize(null)` returns `Ok` at once. A guard leaked
+    /// with `mem::forget`, or a [`DetachedGuard`](crate::DetachedGuard) the calling thread
+    /// holds on `addr`, makes this wait forever.
     ///
     /// # Errors
     /// [`SynchronizeError::SelfProtected`] if the calling thread holds a (non-detached)
     /// guard on `addr`: it would wait for itself forever.
     pub fn synchronize<T: ?Sized>(&self, addr: *const T) -> Result<(), SynchronizeError> {
-        let addr = addr.cast::<u8>() as usize;
-        self.counters.synchronize_calls.fetch_add(1, Relaxed);
-        if addr == 0 {
+        let Some(addr) = self.begin_synchronize(addr)? else {
+            return Ok(());
+        };
+        self.heavy_barrier();
+        let any_wildcard_or_addr = Blocker {
+            target: Target::Addr(addr),
+            generation: None,
+        };
+        if !self.any_blocks(any_wildcard_or_addr) {
+            self.counters.self_scan_returns.fetch_add(1, Relaxed);
             return Ok(());
         }
-        if self.protected_by_current_thread(addr) {
-            return Err(SynchronizeError::SelfProtected { addr });
-        }
-        let my_gen = self.flip_and_fence();
-        #[cfg(loom)]
-        let my_gen = my_gen - usize::from(self.faults.exempt_previous_generation);
-        let mut waited = false;
-        let primaries = || self.registry.records().flat_map(|r| r.slots.iter());
-        let backups = || self.registry.backups().map(|b| &b.slot);
-        if self.scan_overflow_first() {
-            waited |= self.drain(backups(), addr, my_gen);
-            waited |= self.drain(primaries(), addr, my_gen);
-        } else {
-            waited |= self.drain(primaries(), addr, my_gen);
-            waited |= self.drain(backups(), addr, my_gen);
-        }
-        if waited {
+        self.counters.synchronize_waits.fetch_add(1, Relaxed);
+        self.shared.wait(self, addr);
+        Ok(())
+    }
+
+    /// [`Domain::synchronize`] without the shared scan: the caller flips the generation
+    /// and waits on each blocking slot itself (spin, then sleeps from 1 µs doubling to
+    /// 1 ms). The kernel series' "direct" path, kept for comparison and for callers that
+    /// want no dependence on other synchronizers. Same contract and errors.
+    pub fn synchronize_direct<T: ?Sized>(&self, addr: *const T) -> Result<(), SynchronizeError> {
+        let Some(addr) = self.begin_synchronize(addr)? else {
+            return Ok(());
+        };
+        self.heavy_barrier();
+        let blocker = Blocker {
+            target: Target::Addr(addr),
+            generation: Some(self.flip()),
+        };
+        if self.drain(blocker, None).waited {
             self.counters.synchronize_waits.fetch_add(1, Relaxed);
         }
         Ok(())
     }
 
-    /// Fence, then flip the generation; returns the new generation.
-    fn flip_and_fence(&self) -> usize {
-        self.heavy_fence();
-        // AcqRel: Release so that a reader whose Acquire load of the generation returns
-        // the new value (or a later one: later flips continue the RMW release sequence)
-        // also sees the caller's unpublish, which precedes this flip; such a reader's
-        // wildcard is exempt from this scan (message passing). Acquire orders the scan
-        // after the flip.
-        self.generation.fetch_add(1, AcqRel) + 1
+    /// Common prologue: count the call; `None` for null; refuse a self-wait.
+    fn begin_synchronize<T: ?Sized>(
+        &self,
+        addr: *const T,
+    ) -> Result<Option<usize>, SynchronizeError> {
+        let addr = addr.cast::<u8>() as usize;
+        self.counters.synchronize_calls.fetch_add(1, Relaxed);
+        if addr == 0 {
+            return Ok(None);
+        }
+        if self.protected_by_current_thread(addr) {
+            return Err(SynchronizeError::SelfProtected { addr });
+        }
+        Ok(Some(addr))
     }
 
-    fn heavy_fence(&self) {
-        #[cfg(loom)]
-        if self.faults.no_scan_fence {
-            return;
-        }
-        if fence::heavy(self.mode) {
-            self.counters.heavy_barriers.fetch_add(1, Relaxed);
-        }
+    #[cfg(loom)]
+    pub(crate) fn combiner_checks_own_only(&self) -> bool {
+        self.faults.combiner_checks_own_only
     }
 
-    fn scan_overflow_first(&self) -> bool {
-        #[cfg(loom)]
-        return self.faults.overflow_first;
-        #[cfg(not(loom))]
+    #[cfg(not(loom))]
+    pub(crate) fn combiner_checks_own_only(&self) -> bool {
         false
     }
 
-    /// One scan pass over `slots`, waiting on each blocking slot until it is seen
-    /// released. Returns whether any slot blocked.
-    fn drain<'a>(&self, slots: impl Iterator<Item = &'a Slot>, addr: usize, my_gen: usize) -> bool {
-        self.counters.scan_passes.fetch_add(1, Relaxed);
-        let mut waited = false;
-        for slot in slots {
-            let first = slot.observe();
-            if !first.blocks(addr, my_gen) {
-                continue;
-            }
-            waited = true;
-            let mut backoff = Backoff::new();
-            loop {
-                backoff.wait();
-                self.counters.slot_polls.fetch_add(1, Relaxed);
-                let now = slot.observe();
-                if (now.seq != first.seq && !self.ignore_release_seq()) || !now.blocks(addr, my_gen)
-                {
-                    break;
-                }
-            }
-        }
-        waited
+    #[cfg(loom)]
+    pub(crate) fn notify_one_only(&self) -> bool {
+        self.faults.notify_one_only
     }
 
-    fn ignore_release_seq(&self) -> bool {
-        #[cfg(loom)]
-        return self.faults.ignore_release_seq;
-        #[cfg(not(loom))]
+    #[cfg(not(loom))]
+    pub(crate) fn notify_one_only(&self) -> bool {
         false
     }
 

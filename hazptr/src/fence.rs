@@ -53,28 +53,17 @@ pub(crate) fn light(mode: FenceMode) {
     }
 }
 
-/// The synchronizer's half: orders its unpublish (the caller's store before
-/// `synchronize`) before its loads of the slots. Returns whether a membarrier was issued.
-pub(crate) fn heavy(mode: FenceMode) -> bool {
-    match mode {
-        FenceMode::Symmetric => {
-            // SeqCst fence: pairs with the readers' SeqCst fence in `light` (SB pattern).
-            fence(Ordering::SeqCst);
-            false
-        }
-        FenceMode::Asymmetric => {
-            if !membarrier::private_expedited() {
-                // Cannot happen after a successful registration; stay correct regardless:
-                // a SeqCst fence here alone would not pair with the readers' compiler
-                // fences, so treat the failure as fatal to this call's correctness.
-                panic!("hazptr: membarrier(PRIVATE_EXPEDITED) failed after registration");
-            }
-            // The membarrier also orders this thread; the SeqCst fence keeps the compiler
-            // and the Rust model from moving our slot loads above it.
-            fence(Ordering::SeqCst);
-            true
-        }
-    }
+/// Issues one `membarrier(PRIVATE_EXPEDITED)` for a domain in `Asymmetric` mode.
+///
+/// # Panics
+/// If the kernel refuses after a successful registration (it cannot, short of a kernel
+/// bug): a SeqCst fence alone would not pair with the readers' compiler fences, so
+/// carrying on would be unsound.
+pub(crate) fn membarrier() {
+    assert!(
+        membarrier::private_expedited(),
+        "hazptr: membarrier(PRIVATE_EXPEDITED) failed after registration"
+    );
 }
 
 #[cfg(all(target_os = "linux", not(loom)))]

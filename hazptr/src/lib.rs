@@ -107,12 +107,15 @@
 
 #![warn(missing_docs)]
 
+mod bloom;
 mod domain;
 mod fence;
 mod guard;
 mod local;
 mod primitive;
 mod registry;
+mod scan;
+mod shared;
 mod slot;
 mod stats;
 mod wait;

@@ -8,12 +8,16 @@ pub use loom::sync::atomic::AtomicPtr;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize};
 #[cfg(loom)]
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(loom)]
 pub(crate) use loom::thread_local;
 
 #[cfg(not(loom))]
 pub use std::sync::atomic::AtomicPtr;
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicUsize};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 

@@ -29,18 +29,6 @@ pub(crate) struct Observation {
     pub(crate) seq: usize,
 }
 
-impl Observation {
-    /// Whether this observation keeps a synchronizer of generation `my_gen` waiting for
-    /// `addr`: the slot protects `addr`, or holds a wildcard published before that
-    /// synchronizer's generation flip (an older generation). Wildcards of `my_gen` or later
-    /// were published by readers that loaded the generation after the flip, and such
-    /// readers see the unpublish (message passing through the flip), so they are exempt.
-    #[inline]
-    pub(crate) fn blocks(&self, addr: usize, my_gen: usize) -> bool {
-        self.value == addr || (self.value & 1 == 1 && (self.value >> 1) < my_gen)
-    }
-}
-
 /// A hazard-pointer slot: 16 bytes, four to a cache line.
 #[derive(Debug)]
 pub(crate) struct Slot {

@@ -15,6 +15,10 @@ pub(crate) struct Counters {
     pub(crate) scan_passes: AtomicU64,
     pub(crate) slot_polls: AtomicU64,
     pub(crate) heavy_barriers: AtomicU64,
+    pub(crate) shared_barriers: AtomicU64,
+    pub(crate) self_scan_returns: AtomicU64,
+    pub(crate) shared_batches: AtomicU64,
+    pub(crate) combiner_handoffs: AtomicU64,
 }
 
 impl Counters {
@@ -26,6 +30,10 @@ impl Counters {
             scan_passes: self.scan_passes.load(Relaxed),
             slot_polls: self.slot_polls.load(Relaxed),
             heavy_barriers: self.heavy_barriers.load(Relaxed),
+            shared_barriers: self.shared_barriers.load(Relaxed),
+            self_scan_returns: self.self_scan_returns.load(Relaxed),
+            shared_batches: self.shared_batches.load(Relaxed),
+            combiner_handoffs: self.combiner_handoffs.load(Relaxed),
             records: registry.record_count.load(Relaxed) as u64,
             backup_slots: registry.backup_count.load(Relaxed) as u64,
         }
@@ -41,14 +49,25 @@ pub struct Stats {
     pub slow_path_acquires: u64,
     /// Calls to `synchronize`, including ones that returned at once.
     pub synchronize_calls: u64,
-    /// `synchronize` calls that found at least one blocking slot and waited.
+    /// `synchronize` calls that found at least one blocking slot and waited (in a shared
+    /// batch or directly).
     pub synchronize_waits: u64,
-    /// Scan passes (one over the primary slots, one over the overflow list, per call).
+    /// Scan passes over all slots (self-scans, direct drains, combiner drains).
     pub scan_passes: u64,
     /// Re-reads of blocking slots while waiting.
     pub slot_polls: u64,
     /// `membarrier` calls issued (Asymmetric mode only).
     pub heavy_barriers: u64,
+    /// Barriers a caller did not issue because a concurrent caller's `membarrier`, started
+    /// after it arrived, served it too (Asymmetric mode only).
+    pub shared_barriers: u64,
+    /// `synchronize` calls whose self-scan found nothing blocking and returned at once.
+    pub self_scan_returns: u64,
+    /// Shared-scan batches a combiner completed.
+    pub shared_batches: u64,
+    /// Times a combiner handed an unfinished batch to the next combiner (see
+    /// [`crate::Domain::synchronize`]).
+    pub combiner_handoffs: u64,
     /// Thread records ever allocated (peak concurrent threads).
     pub records: u64,
     /// Backup slots ever allocated (peak concurrent overflowing guards).

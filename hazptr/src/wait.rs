@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::primitive::spin_hint;
 
-const SPIN_ROUNDS: u32 = 8; // 2^0 + ... + 2^7 = 255 spin hints, a few µs
+pub(crate) const SPIN_ROUNDS: u32 = 8; // 2^0 + ... + 2^7 = 255 spin hints, a few µs
 const MAX_SLEEP: Duration = Duration::from_millis(1);
 
 pub(crate) struct Backoff {
