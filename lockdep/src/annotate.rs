@@ -81,6 +81,24 @@ pub fn assert_none_held() {
     }
 }
 
+/// Changes the mode of a held lock without releasing it, e.g. a write lock downgraded to a
+/// read lock (the kernel's `lock_downgrade()`; parking_lot `RwLockWriteGuard::downgrade`).
+/// Later acquisitions see the new mode. Reports [`AssertKind::NotHeld`] if this thread does
+/// not hold `map`. No lock taken.
+#[track_caller]
+pub fn set_held_mode(map: &LockMap, mode: Mode) {
+    let ok = with_state(|st| match st.find(map.instance()) {
+        Some(i) => {
+            st.set_mode(i, mode);
+            true
+        }
+        None => false,
+    });
+    if ok == Some(false) {
+        fail(AssertKind::NotHeld, map.name(), Location::caller());
+    }
+}
+
 /// Pins a held lock: releasing it before [`unpin`] is reported
 /// ([`AssertKind::ReleasedWhilePinned`]); kernel `lockdep_pin_lock()`. Pinning a lock that
 /// is not held reports [`AssertKind::NotHeld`].

@@ -17,6 +17,8 @@ use crate::types::{ClassId, DepKind};
 pub(crate) struct EdgeSites {
     pub prev: &'static Location<'static>,
     pub next: &'static Location<'static>,
+    /// The stack of the acquisition that created the dependency, if capture is on.
+    pub trace: Option<crate::report::Trace>,
 }
 
 /// All the kinds recorded for one ordered pair of classes.

@@ -70,11 +70,13 @@ impl ThreadState {
         self.held.push(h);
     }
 
-    /// Removes entry `i` and recomputes the chain keys of the entries above it (the kernel
-    /// re-acquires them in `__lock_release()`; we do not re-validate, because every
-    /// dependency among the remaining locks is already implied by the graph).
-    pub fn remove(&mut self, i: usize) -> HeldLock {
-        let h = self.held.remove(i);
+    /// Changes the mode of entry `i` and recomputes the chain keys from it up.
+    pub fn set_mode(&mut self, i: usize, mode: Mode) {
+        self.held[i].mode = mode;
+        self.rekey(i);
+    }
+
+    fn rekey(&mut self, i: usize) {
         let mut key = if i == 0 {
             0
         } else {
@@ -84,6 +86,14 @@ impl ThreadState {
             key = chain::mix(key, e.class, e.mode, e.trylock, e.nest_lock != 0);
             e.chain_key = key;
         }
+    }
+
+    /// Removes entry `i` and recomputes the chain keys of the entries above it (the kernel
+    /// re-acquires them in `__lock_release()`; we do not re-validate, because every
+    /// dependency among the remaining locks is already implied by the graph).
+    pub fn remove(&mut self, i: usize) -> HeldLock {
+        let h = self.held.remove(i);
+        self.rekey(i);
         h
     }
 }

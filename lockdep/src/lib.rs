@@ -75,7 +75,7 @@ use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, held_count, held_locks,
-    is_held, pin, unpin, PseudoGuard, PseudoLock,
+    is_held, pin, set_held_mode, unpin, PseudoGuard, PseudoLock,
 };
 pub use class::MAX_CLASSES;
 pub use introspect::{dependencies, dot, reset, stats, DependencyInfo, Stats};
@@ -85,9 +85,11 @@ pub use map::LockMap;
 pub use policy::{set_policy, Handler, Policy};
 pub use report::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
-    ThreadDesc,
+    ThreadDesc, Trace,
 };
-pub use state::{set_max_depth, set_report_each_cycle_once, DEFAULT_MAX_DEPTH};
+pub use state::{
+    set_capture_backtraces, set_max_depth, set_report_each_cycle_once, DEFAULT_MAX_DEPTH,
+};
 pub use types::{ClassId, DepKind, Mode, MAX_SUBCLASSES};
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).

@@ -36,6 +36,19 @@ pub struct LockDesc {
     pub site: &'static Location<'static>,
 }
 
+/// A stack trace captured when a dependency was first recorded (only with
+/// [`set_capture_backtraces`](crate::set_capture_backtraces)). Compares by identity.
+#[derive(Clone, Debug)]
+pub struct Trace(pub std::sync::Arc<std::backtrace::Backtrace>);
+
+impl PartialEq for Trace {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Trace {}
+
 /// One dependency of a cycle, with both of its acquisition sites.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dependency {
@@ -49,6 +62,9 @@ pub struct Dependency {
     pub from_site: &'static Location<'static>,
     /// Where `to` was acquired when the dependency was recorded.
     pub to_site: &'static Location<'static>,
+    /// The full stack of that acquisition, if backtrace capture was on when the dependency
+    /// was recorded (for `cycle[0]`, the current stack if capture is on).
+    pub trace: Option<Trace>,
 }
 
 /// A possible circular locking dependency (a strong cycle in the class graph).
@@ -278,6 +294,13 @@ fn held_block(f: &mut fmt::Formatter<'_>, t: &ThreadDesc, held: &[LockDesc]) -> 
     Ok(())
 }
 
+fn trace(f: &mut fmt::Formatter<'_>, d: &Dependency) -> fmt::Result {
+    match &d.trace {
+        Some(t) => writeln!(f, "{}", t.0),
+        None => Ok(()),
+    }
+}
+
 fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     banner(f, "WARNING: possible circular locking dependency detected")?;
     writeln!(
@@ -292,13 +315,14 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
     let n = c.cycle.len();
     for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
-        writeln!(f, "\n-> #{} ({}):", n - k, d.to)?;
+        writeln!(f, "\n-> #{k} ({}):", d.to)?;
         writeln!(f, "       {} acquired at {} [{}]", d.to, d.to_site, d.kind)?;
         writeln!(
             f,
             "       while holding {} acquired at {}",
             d.from, d.from_site
         )?;
+        trace(f, d)?;
     }
     if let Some(d) = c.cycle.first() {
         writeln!(f, "\n-> #0 ({}):", d.to)?;
@@ -312,6 +336,7 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
             "       while holding {} acquired at {}",
             d.from, d.from_site
         )?;
+        trace(f, d)?;
     }
     writeln!(f, "\nother info that might help us debug this:\n")?;
     // The class that depends on `holding` last on the path (the kernel's "parent").

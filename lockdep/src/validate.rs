@@ -8,6 +8,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::panic::Location;
+use std::sync::Arc;
 
 use crate::chain;
 use crate::class;
@@ -19,6 +20,7 @@ use crate::map::LockMap;
 use crate::policy;
 use crate::report::{
     Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass, ThreadDesc,
+    Trace,
 };
 use crate::search::{self, Step};
 use crate::state::{self, Global, GLOBAL};
@@ -268,8 +270,11 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
         if st.cache.contains(key) || chain::global_contains(key) {
             return reports;
         }
+        // Captured before the graph lock is taken, once per new chain.
+        let trace = state::capture_backtraces()
+            .then(|| Trace(Arc::new(std::backtrace::Backtrace::force_capture())));
         let mut g = GLOBAL.lock();
-        let cacheable = validate_chain(&mut g, st, &entry, &mut reports);
+        let cacheable = validate_chain(&mut g, st, &entry, trace, &mut reports);
         if cacheable {
             chain::global_insert(key);
         }
@@ -294,6 +299,7 @@ fn validate_chain(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
+    trace: Option<Trace>,
     reports: &mut Vec<Report>,
 ) -> bool {
     if g.graph.class(next.class).is_none() {
@@ -319,7 +325,7 @@ fn validate_chain(
         reports.push(Report::MissingNestingAnnotation(same_class(g, st, h, next)));
         return false;
     }
-    check_prevs_add(g, st, next, reports)
+    check_prevs_add(g, st, next, trace, reports)
 }
 
 fn same_class(g: &Global, st: &ThreadState, held: &HeldLock, next: &HeldLock) -> SameClass {
@@ -337,6 +343,7 @@ fn check_prevs_add(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
+    trace: Option<Trace>,
     reports: &mut Vec<Report>,
 ) -> bool {
     for prev in st.held.iter().rev() {
@@ -349,7 +356,7 @@ fn check_prevs_add(
             if !g.graph.has_kind(prev.class, next.class, kind) {
                 if let Some(path) = search::strong_path(&g.graph, prev.class, next.class, kind) {
                     state::count_cycle();
-                    let report = circular(g, st, prev, next, kind, &path);
+                    let report = circular(g, st, prev, next, kind, &path, trace);
                     let sig = signature(prev.class, &path);
                     if !state::report_cycles_once() || g.reported_cycles.insert(sig) {
                         reports.push(Report::CircularDependency(report));
@@ -363,6 +370,7 @@ fn check_prevs_add(
                     EdgeSites {
                         prev: prev.site,
                         next: next.site,
+                        trace: trace.clone(),
                     },
                 );
             }
@@ -392,6 +400,7 @@ fn circular(
     next: &HeldLock,
     kind: DepKind,
     path: &[Step],
+    trace: Option<Trace>,
 ) -> CircularDependency {
     let name = |slot: u32| {
         g.graph
@@ -404,6 +413,7 @@ fn circular(
         kind,
         from_site: prev.site,
         to_site: next.site,
+        trace,
     }];
     for s in path {
         let sites = g
@@ -411,13 +421,15 @@ fn circular(
             .slot(s.from)
             .and_then(|c| c.after.get(&s.to))
             .and_then(|e| e.sites[s.kind.index()].clone());
-        let (from_site, to_site) = sites.map_or((next.site, next.site), |e| (e.prev, e.next));
+        let (from_site, to_site, trace) =
+            sites.map_or((next.site, next.site, None), |e| (e.prev, e.next, e.trace));
         cycle.push(Dependency {
             from: name(s.from),
             to: name(s.to),
             kind: s.kind,
             from_site,
             to_site,
+            trace,
         });
     }
     CircularDependency {

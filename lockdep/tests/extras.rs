@@ -1,0 +1,229 @@
+//! Features beyond the visible cases: backtrace capture, running out of classes, mode
+//! changes of held locks, recursive-read rules in the held-stack check, and the report text
+//! of longer cycles.
+
+mod common;
+
+use std::panic::Location;
+
+use common::*;
+use lockdep::{Capacity, LockClassKey, LockMap, Mode, Report};
+
+#[track_caller]
+fn new_lock(name: &'static str) -> &'static LockMap {
+    Box::leak(Box::new(LockMap::new(name)))
+}
+
+#[test]
+fn backtraces_are_captured_for_new_dependencies_when_enabled() {
+    let _h = start();
+    lockdep::set_capture_backtraces(true);
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    lock(a);
+    lock(b);
+    unlock(b);
+    unlock(a);
+    lock(b);
+    lock(a);
+    unlock(a);
+    unlock(b);
+    lockdep::set_capture_backtraces(false);
+    let r = take();
+    let [Report::CircularDependency(c)] = r.as_slice() else {
+        panic!("{r:?}")
+    };
+    assert!(c.cycle.iter().all(|d| d.trace.is_some()));
+    let text = r[0].to_string();
+    assert!(
+        text.contains("backtraces_are_captured_for_new_dependencies_when_enabled"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_capture_no_trace_is_kept() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    lock(a);
+    lock(b);
+    unlock(b);
+    unlock(a);
+    lock(b);
+    lock(a);
+    unlock(a);
+    unlock(b);
+    let r = take();
+    let [Report::CircularDependency(c)] = r.as_slice() else {
+        panic!("{r:?}")
+    };
+    assert!(c.cycle.iter().all(|d| d.trace.is_none()));
+}
+
+#[test]
+fn running_out_of_classes_is_reported_once_and_recovers_after_reset() {
+    let _h = start();
+    let mut m = LockMap::new("many");
+    for _ in 0..lockdep::MAX_CLASSES + 10 {
+        let key: &'static LockClassKey = Box::leak(Box::new(LockClassKey::new()));
+        m.set_key(key);
+        lock(&m);
+        unlock(&m);
+    }
+    let r = take();
+    assert!(
+        matches!(
+            r.as_slice(),
+            [Report::CapacityExhausted {
+                what: Capacity::Classes,
+                ..
+            }]
+        ),
+        "{:?}",
+        r.len()
+    );
+    assert_eq!(lockdep::stats().classes, lockdep::MAX_CLASSES);
+    assert_eq!(lockdep::held_count(), 0);
+    lockdep::reset();
+    assert_eq!(lockdep::stats().classes, 0);
+    // Validation works again.
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    lock(a);
+    lock(b);
+    unlock(b);
+    unlock(a);
+    lock(b);
+    lock(a);
+    assert_eq!(count_cycles(&take()), 1);
+    unlock(a);
+    unlock(b);
+    drop(m);
+}
+
+#[test]
+fn downgraded_lock_is_a_reader_afterwards() {
+    let _h = start();
+    let (x, y) = (new_lock("X"), new_lock("Y"));
+    // Y -> X taken as a recursive reader: Y-ER->X.
+    lock(y);
+    read_rec(x);
+    unlock(x);
+    unlock(y);
+    // X written, downgraded to a reader, then Y: X-SN->Y. Not strong with Y-ER->X.
+    lock(x);
+    lockdep::set_held_mode(x, Mode::Read);
+    lockdep::assert_held_mode(x, Mode::Read);
+    lock(y);
+    unlock(y);
+    unlock(x);
+    assert!(take().is_empty());
+    // Without the downgrade it is X-EN->Y: strong with Y-ER->X.
+    lock(x);
+    lock(y);
+    assert_eq!(count_cycles(&take()), 1);
+    unlock(y);
+    unlock(x);
+    lockdep::set_held_mode(x, Mode::Read);
+    assert!(matches!(
+        take().as_slice(),
+        [Report::AssertionFailed {
+            kind: lockdep::AssertKind::NotHeld,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn read_then_recursive_read_is_silent_but_not_the_reverse() {
+    let _h = start();
+    let x = new_lock("X");
+    read(x);
+    read_rec(x);
+    assert!(take().is_empty());
+    unlock(x);
+    unlock(x);
+    read_rec(x);
+    read(x);
+    assert!(matches!(take().as_slice(), [Report::RecursiveLocking(_)]));
+    unlock(x);
+    unlock(x);
+}
+
+#[test]
+fn three_class_report_text_has_chain_and_scenario() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    lock(a);
+    lock(b);
+    unlock(b);
+    unlock(a);
+    lock(b);
+    lock(c);
+    unlock(c);
+    unlock(b);
+    lock(c);
+    lock(a);
+    unlock(a);
+    unlock(c);
+    let r = take();
+    assert_eq!(r.len(), 1);
+    let text = r[0].to_string();
+    // Chain: acquiring A while holding C; recorded A -> B -> C.
+    assert!(text.contains("Chain exists of:\n  A --> B --> C"), "{text}");
+    assert!(text.contains("-> #2 (C):"), "{text}");
+    assert!(text.contains("-> #1 (B):"), "{text}");
+    assert!(text.contains("-> #0 (A):"), "{text}");
+    assert!(text.contains("lock(B);"), "{text}");
+    let Report::CircularDependency(cd) = &r[0] else {
+        unreachable!()
+    };
+    // Every dependency carries both sites; they are in this file.
+    for d in &cd.cycle {
+        assert!(d.from_site.file().ends_with("extras.rs"));
+        assert!(d.to_site.file().ends_with("extras.rs"));
+    }
+    assert_eq!(cd.held.len(), 1);
+}
+
+#[test]
+fn invalid_subclass_is_reported_and_tracked_unvalidated() {
+    let _h = start();
+    let a = new_lock("A");
+    lockdep::acquire(a, 8, Mode::Exclusive, false, None, Location::caller());
+    assert_eq!(lockdep::held_count(), 1);
+    lockdep::release(a, Location::caller());
+    assert!(matches!(
+        take().as_slice(),
+        [Report::KeyMisuse {
+            kind: lockdep::KeyMisuse::InvalidSubclass,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn panic_policy_message_and_stderr_policy_do_not_disable_validation() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    let prev = lockdep::set_policy(lockdep::Policy::Stderr);
+    lock(a);
+    lock(b);
+    unlock(b);
+    unlock(a);
+    lock(b);
+    lock(a); // printed to stderr
+    unlock(a);
+    unlock(b);
+    lockdep::set_policy(prev);
+    let before = lockdep::stats().cycles_found;
+    let c = new_lock("C");
+    lock(c);
+    lock(a);
+    unlock(a);
+    unlock(c);
+    lock(b);
+    lock(c); // C -> A -> B, B -> C: a new cycle, still detected
+    unlock(c);
+    unlock(b);
+    assert_eq!(lockdep::stats().cycles_found, before + 1);
+    assert_eq!(count_cycles(&take()), 1);
+}
