@@ -1,0 +1,233 @@
+//! The guards of [`RwLock`](crate::RwLock). All are `!Send` (a held lock belongs to the
+//! thread that took it) and tell lockdep about the release before the real unlock.
+
+use std::panic::Location;
+use std::time::{Duration, Instant};
+
+use lockdep::Mode;
+
+use crate::dep::Track;
+use crate::guard_impls::guard_impls;
+
+/// Shared access to an [`RwLock`](crate::RwLock) (from `read`, `read_recursive`, a
+/// downgrade, ...).
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct RwLockReadGuard<'a, T: ?Sized> {
+    pub(crate) track: Track<'a>,
+    pub(crate) inner: parking_lot::RwLockReadGuard<'a, T>,
+}
+
+/// Exclusive access to an [`RwLock`](crate::RwLock).
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct RwLockWriteGuard<'a, T: ?Sized> {
+    pub(crate) track: Track<'a>,
+    pub(crate) inner: parking_lot::RwLockWriteGuard<'a, T>,
+}
+
+/// Upgradable shared access to an [`RwLock`](crate::RwLock) (lockdep `Read`).
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct RwLockUpgradableReadGuard<'a, T: ?Sized> {
+    pub(crate) track: Track<'a>,
+    pub(crate) inner: parking_lot::RwLockUpgradableReadGuard<'a, T>,
+}
+
+/// A read guard projected by [`RwLockReadGuard::map`].
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct MappedRwLockReadGuard<'a, T: ?Sized> {
+    track: Track<'a>,
+    inner: parking_lot::MappedRwLockReadGuard<'a, T>,
+}
+
+/// A write guard projected by [`RwLockWriteGuard::map`].
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct MappedRwLockWriteGuard<'a, T: ?Sized> {
+    track: Track<'a>,
+    inner: parking_lot::MappedRwLockWriteGuard<'a, T>,
+}
+
+guard_impls!(RwLockReadGuard);
+guard_impls!(RwLockWriteGuard, mut);
+guard_impls!(RwLockUpgradableReadGuard);
+guard_impls!(MappedRwLockReadGuard);
+guard_impls!(MappedRwLockWriteGuard, mut);
+
+impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
+    /// Projects onto part of the data; the lock stays held (and tracked).
+    pub fn map<U: ?Sized, F: FnOnce(&T) -> &U>(s: Self, f: F) -> MappedRwLockReadGuard<'a, U> {
+        let RwLockReadGuard { track, inner } = s;
+        MappedRwLockReadGuard {
+            track,
+            inner: parking_lot::RwLockReadGuard::map(inner, f),
+        }
+    }
+
+    /// Unlocks, runs `f`, and locks again in the same mode (validated before blocking).
+    #[track_caller]
+    pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+        let site = Location::caller();
+        let was = s.track.release(site);
+        let track = &mut s.track;
+        parking_lot::RwLockReadGuard::unlocked(&mut s.inner, || {
+            let r = f();
+            track.restore(was, site);
+            r
+        })
+    }
+}
+
+impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
+    /// Projects onto part of the data; the lock stays held (and tracked).
+    pub fn map<U: ?Sized, F: FnOnce(&mut T) -> &mut U>(
+        s: Self,
+        f: F,
+    ) -> MappedRwLockWriteGuard<'a, U> {
+        let RwLockWriteGuard { track, inner } = s;
+        MappedRwLockWriteGuard {
+            track,
+            inner: parking_lot::RwLockWriteGuard::map(inner, f),
+        }
+    }
+
+    /// Atomically turns the write lock into a read lock (lockdep: release, then a trylock
+    /// `Read`, since a downgrade cannot wait).
+    #[track_caller]
+    pub fn downgrade(s: Self) -> RwLockReadGuard<'a, T> {
+        let RwLockWriteGuard { mut track, inner } = s;
+        track.reacquire_try(Mode::Read, Location::caller());
+        RwLockReadGuard {
+            track,
+            inner: parking_lot::RwLockWriteGuard::downgrade(inner),
+        }
+    }
+
+    /// Atomically turns the write lock into an upgradable read lock.
+    #[track_caller]
+    pub fn downgrade_to_upgradable(s: Self) -> RwLockUpgradableReadGuard<'a, T> {
+        let RwLockWriteGuard { mut track, inner } = s;
+        track.reacquire_try(Mode::Read, Location::caller());
+        RwLockUpgradableReadGuard {
+            track,
+            inner: parking_lot::RwLockWriteGuard::downgrade_to_upgradable(inner),
+        }
+    }
+
+    /// Unlocks, runs `f`, and locks again for writing (validated before blocking).
+    #[track_caller]
+    pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+        let site = Location::caller();
+        let was = s.track.release(site);
+        let track = &mut s.track;
+        parking_lot::RwLockWriteGuard::unlocked(&mut s.inner, || {
+            let r = f();
+            track.restore(was, site);
+            r
+        })
+    }
+}
+
+impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
+    /// Upgrades to a write lock, waiting for readers to leave. Validated as a blocking
+    /// `Exclusive` acquire (after releasing the `Read` entry) before it waits.
+    #[track_caller]
+    pub fn upgrade(s: Self) -> RwLockWriteGuard<'a, T> {
+        let RwLockUpgradableReadGuard { mut track, inner } = s;
+        track.reacquire(Mode::Exclusive, Location::caller());
+        RwLockWriteGuard {
+            track,
+            inner: parking_lot::RwLockUpgradableReadGuard::upgrade(inner),
+        }
+    }
+
+    /// Upgrades without waiting; on failure the upgradable guard comes back unchanged.
+    #[track_caller]
+    pub fn try_upgrade(s: Self) -> Result<RwLockWriteGuard<'a, T>, Self> {
+        let RwLockUpgradableReadGuard { mut track, inner } = s;
+        match parking_lot::RwLockUpgradableReadGuard::try_upgrade(inner) {
+            Ok(inner) => {
+                track.reacquire_try(Mode::Exclusive, Location::caller());
+                Ok(RwLockWriteGuard { track, inner })
+            }
+            Err(inner) => Err(RwLockUpgradableReadGuard { track, inner }),
+        }
+    }
+
+    /// Upgrades, waiting at most `timeout` (validated like [`upgrade`](Self::upgrade); on
+    /// timeout the lock is recorded as the upgradable read it still is).
+    #[track_caller]
+    pub fn try_upgrade_for(s: Self, timeout: Duration) -> Result<RwLockWriteGuard<'a, T>, Self> {
+        let site = Location::caller();
+        let RwLockUpgradableReadGuard { mut track, inner } = s;
+        track.reacquire(Mode::Exclusive, site);
+        match parking_lot::RwLockUpgradableReadGuard::try_upgrade_for(inner, timeout) {
+            Ok(inner) => Ok(RwLockWriteGuard { track, inner }),
+            Err(inner) => {
+                track.reacquire_try(Mode::Read, site);
+                Err(RwLockUpgradableReadGuard { track, inner })
+            }
+        }
+    }
+
+    /// Upgrades, waiting at most until `deadline`.
+    #[track_caller]
+    pub fn try_upgrade_until(s: Self, deadline: Instant) -> Result<RwLockWriteGuard<'a, T>, Self> {
+        let site = Location::caller();
+        let RwLockUpgradableReadGuard { mut track, inner } = s;
+        track.reacquire(Mode::Exclusive, site);
+        match parking_lot::RwLockUpgradableReadGuard::try_upgrade_until(inner, deadline) {
+            Ok(inner) => Ok(RwLockWriteGuard { track, inner }),
+            Err(inner) => {
+                track.reacquire_try(Mode::Read, site);
+                Err(RwLockUpgradableReadGuard { track, inner })
+            }
+        }
+    }
+
+    /// Turns the upgradable read into a plain read lock (cannot wait).
+    #[track_caller]
+    pub fn downgrade(s: Self) -> RwLockReadGuard<'a, T> {
+        let RwLockUpgradableReadGuard { mut track, inner } = s;
+        track.reacquire_try(Mode::Read, Location::caller());
+        RwLockReadGuard {
+            track,
+            inner: parking_lot::RwLockUpgradableReadGuard::downgrade(inner),
+        }
+    }
+
+    /// Unlocks, runs `f`, and takes the upgradable read again (validated before blocking).
+    #[track_caller]
+    pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+        let site = Location::caller();
+        let was = s.track.release(site);
+        let track = &mut s.track;
+        parking_lot::RwLockUpgradableReadGuard::unlocked(&mut s.inner, || {
+            let r = f();
+            track.restore(was, site);
+            r
+        })
+    }
+}
+
+impl<'a, T: ?Sized> MappedRwLockReadGuard<'a, T> {
+    /// Projects further.
+    pub fn map<U: ?Sized, F: FnOnce(&T) -> &U>(s: Self, f: F) -> MappedRwLockReadGuard<'a, U> {
+        let MappedRwLockReadGuard { track, inner } = s;
+        MappedRwLockReadGuard {
+            track,
+            inner: parking_lot::MappedRwLockReadGuard::map(inner, f),
+        }
+    }
+}
+
+impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
+    /// Projects further.
+    pub fn map<U: ?Sized, F: FnOnce(&mut T) -> &mut U>(
+        s: Self,
+        f: F,
+    ) -> MappedRwLockWriteGuard<'a, U> {
+        let MappedRwLockWriteGuard { track, inner } = s;
+        MappedRwLockWriteGuard {
+            track,
+            inner: parking_lot::MappedRwLockWriteGuard::map(inner, f),
+        }
+    }
+}

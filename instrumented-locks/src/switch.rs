@@ -1,0 +1,62 @@
+//! The runtime switch: stop feeding lockdep without rebuilding.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+const UNSET: u8 = 0;
+const ON: u8 = 1;
+const OFF: u8 = 2;
+
+/// The environment variable read once, at the first lock operation, when
+/// [`set_enabled`] was not called: `0`, `off` or `false` turn validation off.
+pub const ENV_VAR: &str = "INSTRUMENTED_LOCKS_VALIDATE";
+
+static STATE: AtomicU8 = AtomicU8::new(UNSET);
+
+/// Turns validation on or off for acquisitions made from now on, process-wide.
+///
+/// Off, the wrappers skip lockdep entirely (one relaxed atomic load per lock operation), so
+/// nothing is reported and nothing is learned. A guard taken while validation was on still
+/// releases its held-lock entry when it drops, and a guard taken while it was off releases
+/// nothing, so switching never produces a false "bad unlock balance". Assertions
+/// (`assert_held`, ...) are skipped while off.
+///
+/// To keep validating but stop *printing*, set a lockdep policy instead
+/// (`lockdep::set_policy(lockdep::Policy::Callback(..))`). Without the `validate` feature
+/// this switch has no effect. Thread-safe.
+pub fn set_enabled(on: bool) {
+    // Relaxed: the flag guards no other data; each guard records what it did itself.
+    STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+}
+
+/// Whether lock operations are being fed to lockdep: false without the `validate` feature,
+/// otherwise the last [`set_enabled`] value, or (before any call) true unless [`ENV_VAR`]
+/// says `0`, `off` or `false`.
+#[inline]
+pub fn is_enabled() -> bool {
+    if !cfg!(feature = "validate") {
+        return false;
+    }
+    // Relaxed: see `set_enabled`.
+    match STATE.load(Ordering::Relaxed) {
+        ON => true,
+        OFF => false,
+        _ => init_from_env(),
+    }
+}
+
+#[cold]
+fn init_from_env() -> bool {
+    let off = std::env::var(ENV_VAR)
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "off" | "false"
+            )
+        })
+        .unwrap_or(false);
+    let v = if off { OFF } else { ON };
+    // Relaxed: see `set_enabled`. A racing `set_enabled` wins (compare_exchange from UNSET).
+    let _ = STATE.compare_exchange(UNSET, v, Ordering::Relaxed, Ordering::Relaxed);
+    // Relaxed: as above.
+    STATE.load(Ordering::Relaxed) == ON
+}
