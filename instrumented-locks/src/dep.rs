@@ -185,13 +185,13 @@ mod on {
             }
         }
 
-        /// Release, then a non-blocking re-acquire in `mode` (downgrade, successful
-        /// try-upgrade): no dependency into the lock.
+        /// Changes the mode of the held entry in place, without validation (downgrade,
+        /// successful try-upgrade: neither can wait). The kernel's `lock_downgrade()`.
         #[inline]
-        pub(crate) fn reacquire_try(&mut self, mode: Mode, site: Site) {
-            if self.release(site) {
-                self.mode = mode;
-                self.acquire(true, site);
+        pub(crate) fn set_mode(&mut self, mode: Mode) {
+            self.mode = mode;
+            if self.held {
+                lockdep::set_held_mode(self.map, mode);
             }
         }
 
@@ -298,7 +298,7 @@ mod off {
         #[inline(always)]
         pub(crate) fn reacquire(&mut self, _mode: Mode, _site: Site) {}
         #[inline(always)]
-        pub(crate) fn reacquire_try(&mut self, _mode: Mode, _site: Site) {}
+        pub(crate) fn set_mode(&mut self, _mode: Mode) {}
         #[inline(always)]
         pub(crate) fn restore(&mut self, _was_held: bool, _site: Site) {}
         #[inline(always)]

@@ -12,6 +12,7 @@ mod rwlock;
 mod rwlock_guards;
 pub mod std_sync;
 mod switch;
+pub mod thread;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use dep::HeldGuard;

@@ -9,13 +9,14 @@
 //! | `read_recursive`, `try_read_recursive*` | `RecursiveRead` | blocks only behind a *holding* writer |
 //! | `upgradable_read` | `Read` | shared with readers, but can block behind a waiting writer or another upgradable holder |
 //! | `upgrade`, `try_upgrade_for/until` | release, then blocking `Exclusive` | waits for every reader to leave |
-//! | `try_upgrade` (success) | release, then trylock `Exclusive` | cannot wait |
-//! | `downgrade*` | release, then trylock `Read` | cannot wait |
+//! | `try_upgrade` (success) | mode changed in place to `Exclusive` | cannot wait |
+//! | `downgrade*` | mode changed in place to `Read` (the kernel's `lock_downgrade()`) | cannot wait |
 //!
 //! Upgradable as `Read` gives the right verdicts: two upgradable reads of one lock in one
 //! thread, or an upgradable read ordered against a write, are reported; an upgradable read
-//! ordered against a `read_recursive` is not (they never block each other). A lock whose
-//! mode changes (upgrade/downgrade) moves to the top of the held stack.
+//! ordered against a `read_recursive` is not (they never block each other). A blocking
+//! upgrade moves the lock to the top of the held stack (it is re-validated there); a
+//! downgrade keeps its place.
 
 use std::fmt;
 use std::panic::Location;

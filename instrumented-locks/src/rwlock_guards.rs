@@ -88,12 +88,12 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
         }
     }
 
-    /// Atomically turns the write lock into a read lock (lockdep: release, then a trylock
-    /// `Read`, since a downgrade cannot wait).
+    /// Atomically turns the write lock into a read lock (lockdep: the held entry becomes
+    /// `Read` in place, as the kernel's `lock_downgrade()`; a downgrade cannot wait).
     #[track_caller]
     pub fn downgrade(s: Self) -> RwLockReadGuard<'a, T> {
         let RwLockWriteGuard { mut track, inner } = s;
-        track.reacquire_try(Mode::Read, Location::caller());
+        track.set_mode(Mode::Read);
         RwLockReadGuard {
             track,
             inner: parking_lot::RwLockWriteGuard::downgrade(inner),
@@ -104,7 +104,7 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
     #[track_caller]
     pub fn downgrade_to_upgradable(s: Self) -> RwLockUpgradableReadGuard<'a, T> {
         let RwLockWriteGuard { mut track, inner } = s;
-        track.reacquire_try(Mode::Read, Location::caller());
+        track.set_mode(Mode::Read);
         RwLockUpgradableReadGuard {
             track,
             inner: parking_lot::RwLockWriteGuard::downgrade_to_upgradable(inner),
@@ -144,7 +144,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         let RwLockUpgradableReadGuard { mut track, inner } = s;
         match parking_lot::RwLockUpgradableReadGuard::try_upgrade(inner) {
             Ok(inner) => {
-                track.reacquire_try(Mode::Exclusive, Location::caller());
+                track.set_mode(Mode::Exclusive);
                 Ok(RwLockWriteGuard { track, inner })
             }
             Err(inner) => Err(RwLockUpgradableReadGuard { track, inner }),
@@ -161,7 +161,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         match parking_lot::RwLockUpgradableReadGuard::try_upgrade_for(inner, timeout) {
             Ok(inner) => Ok(RwLockWriteGuard { track, inner }),
             Err(inner) => {
-                track.reacquire_try(Mode::Read, site);
+                track.set_mode(Mode::Read);
                 Err(RwLockUpgradableReadGuard { track, inner })
             }
         }
@@ -176,7 +176,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         match parking_lot::RwLockUpgradableReadGuard::try_upgrade_until(inner, deadline) {
             Ok(inner) => Ok(RwLockWriteGuard { track, inner }),
             Err(inner) => {
-                track.reacquire_try(Mode::Read, site);
+                track.set_mode(Mode::Read);
                 Err(RwLockUpgradableReadGuard { track, inner })
             }
         }
@@ -186,7 +186,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     #[track_caller]
     pub fn downgrade(s: Self) -> RwLockReadGuard<'a, T> {
         let RwLockUpgradableReadGuard { mut track, inner } = s;
-        track.reacquire_try(Mode::Read, Location::caller());
+        track.set_mode(Mode::Read);
         RwLockReadGuard {
             track,
             inner: parking_lot::RwLockUpgradableReadGuard::downgrade(inner),

@@ -1,0 +1,102 @@
+//! Shared test harness: serializes tests on the process-wide validator, resets it, and
+//! collects reports through a callback policy.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use lockdep::{Policy, Report};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+static REPORTS: Mutex<Vec<Report>> = Mutex::new(Vec::new());
+static PANIC: AtomicBool = AtomicBool::new(false);
+
+/// A hang guard for waits that must finish: far longer than any correct run.
+pub const HANG: Duration = Duration::from_secs(20);
+
+/// Holds the test serialization lock; the validator was reset when it was created.
+pub struct Harness {
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        set_panicking(false);
+        instrumented_locks::set_enabled(true);
+    }
+}
+
+/// Starts a test: serialize, reset the validator, collect reports (no panic).
+pub fn start() -> Harness {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lockdep::reset();
+    instrumented_locks::set_enabled(true);
+    set_panicking(false);
+    lockdep::set_policy(Policy::Callback(Arc::new(|r: &Report| {
+        REPORTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r.clone());
+        // Relaxed: read and written by the test thread and threads it joins.
+        if PANIC.load(Ordering::Relaxed) {
+            panic!("lockdep report");
+        }
+    })));
+    take();
+    Harness { _serial: serial }
+}
+
+/// Makes every report also panic (after being collected): for acquisitions that would
+/// really block, so the test gets the report instead of a hang.
+pub fn set_panicking(on: bool) {
+    // Relaxed: see `start`.
+    PANIC.store(on, Ordering::Relaxed);
+}
+
+/// Takes the reports collected so far.
+pub fn take() -> Vec<Report> {
+    std::mem::take(&mut *REPORTS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs `f` on a fresh thread and waits for it (the case conventions' "T2: ...").
+pub fn on_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::spawn(f).join().expect("test thread panicked")
+}
+
+/// Runs `f`, expecting it to panic (a report under `set_panicking(true)`); quiet.
+pub fn expect_panic(f: impl FnOnce()) {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    assert!(
+        r.is_err(),
+        "expected a report (panic) but the code ran through"
+    );
+}
+
+pub fn cycles(r: &[Report]) -> usize {
+    r.iter()
+        .filter(|r| matches!(r, Report::CircularDependency(_)))
+        .count()
+}
+
+pub fn recursive(r: &[Report]) -> usize {
+    r.iter()
+        .filter(|r| matches!(r, Report::RecursiveLocking(_)))
+        .count()
+}
+
+pub fn same_class(r: &[Report]) -> usize {
+    r.iter()
+        .filter(|r| matches!(r, Report::MissingNestingAnnotation(_)))
+        .count()
+}
+
+/// The one report in `r`, which must be a circular dependency; returns its class names
+/// around the cycle.
+#[track_caller]
+pub fn one_cycle(r: &[Report]) -> Vec<String> {
+    assert_eq!(r.len(), 1, "expected exactly one report, got {r:#?}");
+    assert_eq!(cycles(r), 1, "expected a cycle, got {r:#?}");
+    r[0].cycle_classes()
+}

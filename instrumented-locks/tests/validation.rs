@@ -1,0 +1,482 @@
+//! The wrappers feed lockdep correctly: order inversions, recursion, reader modes, trylock,
+//! nesting annotations, classes, assertions, and locks freed while held.
+
+#![cfg(feature = "validate")]
+
+mod common;
+
+use common::{cycles, expect_panic, on_thread, one_cycle, recursive, same_class, start, take};
+use instrumented_locks::{set_enabled, RwLockWriteGuard};
+use instrumented_locks::{Mutex, MutexGuard, ReentrantMutex, RwLock, RwLockUpgradableReadGuard};
+use lockdep::{held_count, AssertKind, DynamicKey, LockClassKey, Report};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[test]
+fn abba_between_two_mutexes_is_a_cycle_in_one_thread() {
+    let _h = start();
+    let a = Mutex::named(0, "A");
+    let b = Mutex::named(0, "B");
+    {
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    assert!(take().is_empty());
+    {
+        let _gb = b.lock();
+        let _ga = a.lock();
+    }
+    assert_eq!(one_cycle(&take()), ["B", "A", "B"]);
+    // The rejected dependency was not recorded: A then B is still accepted, silently.
+    {
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    assert!(take().is_empty());
+}
+
+#[test]
+fn abba_across_threads_on_arc_mutexes() {
+    let _h = start();
+    let a = Arc::new(Mutex::named(0, "A"));
+    let b = Arc::new(Mutex::named(0, "B"));
+    let (a2, b2) = (a.clone(), b.clone());
+    on_thread(move || {
+        let _ga = a2.lock();
+        let _gb = b2.lock();
+    });
+    on_thread(move || {
+        let _gb = b.lock();
+        let _ga = a.lock();
+    });
+    assert_eq!(one_cycle(&take()), ["B", "A", "B"]);
+}
+
+#[test]
+fn relocking_a_held_mutex_is_reported_before_blocking() {
+    let _h = start();
+    let a = Mutex::named(0, "A");
+    common::set_panicking(true);
+    let g = a.lock();
+    expect_panic(|| drop(a.lock()));
+    drop(g);
+    common::set_panicking(false);
+    let r = take();
+    assert_eq!(recursive(&r), 1, "{r:#?}");
+    assert_eq!(held_count(), 0);
+    // After the unlock, another thread may take it silently.
+    let a = Arc::new(a);
+    let a2 = a.clone();
+    on_thread(move || drop(a2.lock()));
+    assert!(take().is_empty());
+}
+
+#[test]
+fn try_lock_follows_the_lockdep_rule() {
+    let _h = start();
+    // (a) lock A; try_lock B -> ok: no A->B, so B then A is silent.
+    let a = Mutex::named(0, "A");
+    let b = Mutex::named(0, "B");
+    {
+        let _ga = a.lock();
+        let _gb = b.try_lock().expect("free");
+    }
+    {
+        let _gb = b.lock();
+        let _ga = a.lock();
+    }
+    assert!(take().is_empty());
+    // (b) try_lock C -> ok; lock D (C->D); then D, C is a cycle.
+    let c = Mutex::named(0, "C");
+    let d = Mutex::named(0, "D");
+    {
+        let _gc = c.try_lock().expect("free");
+        let _gd = d.lock();
+    }
+    {
+        let _gd = d.lock();
+        let _gc = c.lock();
+    }
+    assert_eq!(one_cycle(&take()), ["D", "C", "D"]);
+    // A failed try-lock records nothing.
+    let g = a.lock();
+    let a_ref = &a;
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(a_ref.try_lock().is_none()));
+    });
+    drop(g);
+    assert_eq!(held_count(), 0);
+}
+
+#[test]
+fn timed_lock_that_times_out_leaves_nothing_held() {
+    let _h = start();
+    let a = Mutex::named(0, "A");
+    let g = a.lock();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert!(a.try_lock_for(Duration::from_millis(1)).is_none());
+            assert_eq!(held_count(), 0);
+            let g2 = a.try_lock_until(std::time::Instant::now());
+            assert!(g2.is_none());
+            assert_eq!(held_count(), 0);
+        });
+    });
+    drop(g);
+    let g = a.try_lock_for(Duration::from_secs(1)).expect("free");
+    assert!(a.is_held_by_current_thread());
+    drop(g);
+    assert!(take().is_empty());
+}
+
+#[test]
+fn rwlock_reader_modes() {
+    let _h = start();
+    let l = RwLock::named(0, "L");
+    // read -> read_recursive: silent.
+    {
+        let _r1 = l.read();
+        let _r2 = l.read_recursive();
+    }
+    assert!(take().is_empty());
+    // read -> read: reported (a queued writer would deadlock it).
+    {
+        let _r1 = l.read();
+        let _r2 = l.read();
+    }
+    assert_eq!(recursive(&take()), 1);
+    // read -> write and write -> read would block for real: panic on the report.
+    common::set_panicking(true);
+    {
+        let _r = l.read();
+        expect_panic(|| drop(l.write()));
+    }
+    {
+        let _w = l.write();
+        expect_panic(|| drop(l.read()));
+        expect_panic(|| drop(l.read_recursive()));
+    }
+    common::set_panicking(false);
+    assert_eq!(recursive(&take()), 3);
+    assert_eq!(held_count(), 0);
+}
+
+#[test]
+fn recursive_readers_make_no_false_cycle() {
+    let _h = start();
+    let a = RwLock::named(0, "A");
+    let b = Mutex::named(0, "B");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ra = a.read_recursive();
+            let _gb = b.lock();
+        });
+    });
+    {
+        let _gb = b.lock();
+        let _ra = a.read_recursive();
+    }
+    // A(recursive read) -> B and B -> A(recursive read): no strong cycle.
+    assert!(take().is_empty());
+    {
+        let _gb = b.lock();
+        let _wa = a.write();
+    }
+    // B -> A(write) is EN and A(reader) -> B is SN: a strong cycle, reported.
+    assert_eq!(cycles(&take()), 1);
+}
+
+#[test]
+fn upgradable_read_is_a_non_recursive_reader() {
+    let _h = start();
+    let a = RwLock::named(0, "A");
+    let b = Mutex::named(0, "B");
+    {
+        let _ua = a.upgradable_read();
+        let _gb = b.lock();
+    }
+    // B then read_recursive(A): upgradable and recursive readers never block each other.
+    {
+        let _gb = b.lock();
+        let _ra = a.read_recursive();
+    }
+    assert!(take().is_empty());
+    // B then upgradable(A): a second upgradable waits for the first one: a cycle.
+    {
+        let _gb = b.lock();
+        let _ua = a.upgradable_read();
+    }
+    assert_eq!(cycles(&take()), 1);
+    // Two upgradable reads in one thread would deadlock: reported before blocking.
+    common::set_panicking(true);
+    {
+        let _u = a.upgradable_read();
+        expect_panic(|| drop(a.upgradable_read()));
+    }
+    common::set_panicking(false);
+    assert_eq!(recursive(&take()), 1);
+}
+
+#[test]
+fn blocking_upgrade_is_validated_with_the_locks_held() {
+    let _h = start();
+    let a = RwLock::named(0, "A");
+    let b = Mutex::named(0, "B");
+    let u = a.upgradable_read();
+    let gb = b.lock();
+    // A(read) -> B recorded; the upgrade waits for A's readers while B is held: B -> A.
+    let w = RwLockUpgradableReadGuard::upgrade(u);
+    assert_eq!(one_cycle(&take()), ["B", "A", "B"]);
+    a.assert_held_write();
+    drop(gb);
+    // Downgrade keeps the lock held, now as a reader, with no report.
+    let r = RwLockWriteGuard::downgrade(w);
+    a.assert_held_read();
+    let r2 = a.read_recursive();
+    drop((r, r2));
+    assert!(take().is_empty());
+    assert_eq!(held_count(), 0);
+}
+
+#[test]
+fn try_upgrade_and_downgrades_keep_the_held_stack_exact() {
+    let _h = start();
+    let a = RwLock::named(0, "A");
+    let u = a.upgradable_read();
+    let w = RwLockUpgradableReadGuard::try_upgrade(u).unwrap_or_else(|_| panic!("no readers"));
+    a.assert_held_write();
+    let u = RwLockWriteGuard::downgrade_to_upgradable(w);
+    a.assert_held_read();
+    let r = RwLockUpgradableReadGuard::downgrade(u);
+    a.assert_held_read();
+    assert_eq!(held_count(), 1);
+    drop(r);
+    let u = a.upgradable_read();
+    let w = RwLockUpgradableReadGuard::try_upgrade_for(u, Duration::from_secs(1))
+        .unwrap_or_else(|_| panic!("no readers"));
+    a.assert_held_write();
+    drop(w);
+    assert_eq!(held_count(), 0);
+    assert!(take().is_empty());
+}
+
+#[test]
+fn same_class_nesting_needs_an_annotation() {
+    let _h = start();
+    let nodes: Vec<Mutex<u32>> = (0..3).map(|i| Mutex::named(i, "node")).collect();
+    {
+        let _p = nodes[0].lock();
+        let _c = nodes[1].lock();
+    }
+    assert_eq!(same_class(&take()), 1);
+    {
+        let _p = nodes[0].lock();
+        let _c = nodes[1].lock_nested(1);
+    }
+    assert!(take().is_empty());
+    // Inverted subclasses between two classes' instances are a cycle.
+    let other = Mutex::named(0, "other");
+    {
+        let _c = nodes[1].lock_nested(1);
+        let _o = other.lock();
+    }
+    {
+        let _o = other.lock();
+        let _c = nodes[2].lock_nested(1);
+    }
+    assert_eq!(cycles(&take()), 1);
+}
+
+#[test]
+fn nest_lock_allows_any_order_under_the_outer_lock() {
+    let _h = start();
+    let table = Mutex::named((), "table");
+    let rows: Vec<Mutex<u32>> = (0..3).map(|i| Mutex::named(i, "row")).collect();
+    {
+        let t = table.lock();
+        let _r2 = rows[2].lock_nest_lock(&t);
+        let _r0 = rows[0].lock_nest_lock(&t);
+        let _r1 = rows[1].lock_nest_lock(&t);
+    }
+    assert!(take().is_empty());
+    assert_eq!(held_count(), 0);
+}
+
+#[test]
+fn explicit_classes() {
+    let _h = start();
+    static KEY: LockClassKey = LockClassKey::new();
+    let a = Mutex::with_class(0, &KEY, "keyed");
+    let b = Mutex::with_class(0, &KEY, "keyed");
+    {
+        let _a = a.lock();
+        let _b = b.lock();
+    }
+    assert_eq!(same_class(&take()), 1, "one key, one class");
+
+    let key = DynamicKey::new("dyn");
+    let c = RwLock::with_dynamic_key(0, &key, "dyn-lock");
+    let d = RwLock::with_dynamic_key(0, &key, "dyn-lock");
+    {
+        let _c = c.write();
+        let _d = d.write();
+    }
+    assert_eq!(same_class(&take()), 1);
+    drop((c, d));
+
+    let unregistered = DynamicKey::new_unregistered("never");
+    let e = Mutex::with_dynamic_key(0, &unregistered, "orphan");
+    drop(e.lock());
+    let r = take();
+    assert!(
+        r.iter().any(|r| matches!(r, Report::KeyMisuse { .. })),
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn assertions() {
+    let _h = start();
+    let m = Mutex::named(0, "M");
+    let l = RwLock::named(0, "L");
+    let re = ReentrantMutex::named(0, "R");
+    m.assert_not_held();
+    l.assert_not_held();
+    re.assert_not_held();
+    assert!(take().is_empty());
+    m.assert_held();
+    l.assert_held();
+    re.assert_held();
+    let r = take();
+    assert_eq!(r.len(), 3);
+    assert!(r.iter().all(|r| matches!(
+        r,
+        Report::AssertionFailed {
+            kind: AssertKind::NotHeld,
+            ..
+        }
+    )));
+    let _g = m.lock();
+    let _w = l.read();
+    let _re = re.lock();
+    m.assert_held();
+    l.assert_held();
+    l.assert_held_read();
+    re.assert_held();
+    assert!(take().is_empty());
+    m.assert_not_held();
+    l.assert_held_write();
+    let r = take();
+    assert!(matches!(
+        r[..],
+        [
+            Report::AssertionFailed {
+                kind: AssertKind::Held,
+                ..
+            },
+            Report::AssertionFailed {
+                kind: AssertKind::WrongMode,
+                ..
+            }
+        ]
+    ));
+}
+
+#[test]
+fn mutex_dropped_while_held_is_reported() {
+    let _h = start();
+    {
+        let m = Mutex::named(0, "doomed");
+        std::mem::forget(m.lock());
+        assert_eq!(held_count(), 1);
+        // Dropped in place at the end of the scope. (`drop(m)` would first *move* the
+        // unborrowed mutex, and a moved lock is another instance to lockdep.)
+    }
+    let r = take();
+    assert!(
+        matches!(r[..], [Report::HeldLockFreed { .. }]),
+        "expected held-lock-freed, got {r:#?}"
+    );
+    assert_eq!(held_count(), 0);
+}
+
+#[test]
+fn reentrant_mutex_tracks_only_the_outermost_lock() {
+    let _h = start();
+    let r = ReentrantMutex::named(0, "R");
+    let m = Mutex::named(0, "M");
+    {
+        let g1 = r.lock();
+        let g2 = r.lock();
+        let g3 = r.try_lock().expect("owner may re-lock");
+        assert_eq!(held_count(), 1);
+        drop((g1, g2, g3));
+    }
+    assert_eq!(held_count(), 0);
+    assert!(take().is_empty());
+    // Its order against other locks is still checked.
+    {
+        let _g = r.lock();
+        let _m = m.lock();
+    }
+    {
+        let _m = m.lock();
+        let _g = r.lock();
+    }
+    assert_eq!(one_cycle(&take()), ["M", "R", "M"]);
+}
+
+#[test]
+fn unlocked_releases_and_revalidates() {
+    let _h = start();
+    let a = Mutex::named(0, "A");
+    let b = Mutex::named(0, "B");
+    let mut ga = a.lock();
+    MutexGuard::unlocked(&mut ga, || {
+        assert_eq!(held_count(), 0);
+        // B taken while A is really unlocked: no A -> B.
+        drop(b.lock());
+    });
+    assert!(a.is_held_by_current_thread());
+    drop(ga);
+    {
+        let _gb = b.lock();
+        let _ga = a.lock();
+    }
+    assert!(take().is_empty());
+    // Re-locking A inside `unlocked` of B's guard, with B... B is released there: silent.
+    let mut gb = b.lock();
+    MutexGuard::unlocked(&mut gb, || drop(a.lock()));
+    drop(gb);
+    assert!(take().is_empty());
+    assert_eq!(held_count(), 0);
+}
+
+#[test]
+fn runtime_switch_stops_tracking_and_balances_guards() {
+    let _h = start();
+    let a = Mutex::named(0, "A");
+    let b = Mutex::named(0, "B");
+    let ga = a.lock(); // tracked
+    set_enabled(false);
+    let gb = b.lock(); // not tracked
+    assert_eq!(held_count(), 1);
+    set_enabled(true);
+    drop(gb); // releases nothing
+    drop(ga); // releases A
+    assert_eq!(held_count(), 0);
+    set_enabled(false);
+    {
+        let _gb = b.lock();
+        let _ga = a.lock();
+    }
+    {
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    set_enabled(true);
+    assert!(
+        take().is_empty(),
+        "no bad unlock balance, no reports while off"
+    );
+}
