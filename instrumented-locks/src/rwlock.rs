@@ -1,22 +1,4 @@
 //! [`RwLock`]: `parking_lot::RwLock` with every operation fed to lockdep.
-//!
-//! Mode mapping (lockdep's [`Mode`]):
-//!
-//! | operation | lockdep mode | why |
-//! |---|---|---|
-//! | `write`, `try_write*` | `Exclusive` | a writer |
-//! | `read`, `try_read*` | `Read` | parking_lot readers queue behind a *waiting* writer |
-//! | `read_recursive`, `try_read_recursive*` | `RecursiveRead` | blocks only behind a *holding* writer |
-//! | `upgradable_read` | `Read` | shared with readers, but can block behind a waiting writer or another upgradable holder |
-//! | `upgrade`, `try_upgrade_for/until` | release, then blocking `Exclusive` | waits for every reader to leave |
-//! | `try_upgrade` (success) | mode changed in place to `Exclusive` | cannot wait |
-//! | `downgrade*` | mode changed in place to `Read` (the kernel's `lock_downgrade()`) | cannot wait |
-//!
-//! Upgradable as `Read` gives the right verdicts: two upgradable reads of one lock in one
-//! thread, or an upgradable read ordered against a write, are reported; an upgradable read
-//! ordered against a `read_recursive` is not (they never block each other). A blocking
-//! upgrade moves the lock to the top of the held stack (it is re-validated there); a
-//! downgrade keeps its place.
 
 use std::fmt;
 use std::panic::Location;
@@ -27,7 +9,25 @@ use lockdep::{DynamicKey, LockClassKey, LockMap, Mode};
 use crate::dep::{Dep, HeldGuard};
 
 /// A reader-writer lock with the API of [`parking_lot::RwLock`], validated by lockdep
-/// (class rules as for [`Mutex`](crate::Mutex); mode mapping in the module docs).
+/// (class rules as for [`Mutex`](crate::Mutex)).
+///
+/// Mode mapping (lockdep's [`Mode`]):
+///
+/// | operation | lockdep mode | why |
+/// |---|---|---|
+/// | `write`, `try_write*` | `Exclusive` | a writer |
+/// | `read`, `try_read*` | `Read` | parking_lot readers queue behind a *waiting* writer |
+/// | `read_recursive`, `try_read_recursive*` | `RecursiveRead` | blocks only behind a *holding* writer |
+/// | `upgradable_read` | `Read` | shared with readers, but can block behind a waiting writer or another upgradable holder |
+/// | `upgrade`, `try_upgrade_for/until` | release, then blocking `Exclusive` | waits for every reader to leave |
+/// | `try_upgrade` (success) | mode changed in place to `Exclusive` | cannot wait |
+/// | `downgrade*` | mode changed in place to `Read` (the kernel's `lock_downgrade()`) | cannot wait |
+///
+/// Upgradable as `Read` gives the right verdicts: two upgradable reads of one lock in one
+/// thread, or an upgradable read ordered against a write, are reported; an upgradable read
+/// ordered against a `read_recursive` is not (they never block each other). A blocking
+/// upgrade moves the lock to the top of the held stack (it is re-validated there); a
+/// downgrade keeps its place.
 ///
 /// Two `read()`s of one lock in one thread are reported (a writer queued between them
 /// deadlocks the thread); `read()` then `read_recursive()` is not.
