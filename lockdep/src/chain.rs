@@ -10,7 +10,6 @@
 //! flushed (and counted), so it is bounded and never fails.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::LazyLock;
 
 use crate::types::{ClassId, Mode};
 
@@ -20,8 +19,8 @@ const PROBE: usize = 16;
 /// Number of slots in each thread's chain cache.
 pub(crate) const LOCAL_SLOTS: usize = 64;
 
-static TABLE: LazyLock<Box<[AtomicU64]>> =
-    LazyLock::new(|| (0..CHAIN_TABLE_SLOTS).map(|_| AtomicU64::new(0)).collect());
+/// Zero-initialized static (.bss), so lookups need no lazy-initialization check.
+static TABLE: [AtomicU64; CHAIN_TABLE_SLOTS] = [const { AtomicU64::new(0) }; CHAIN_TABLE_SLOTS];
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 static FLUSHES: AtomicUsize = AtomicUsize::new(0);
 
@@ -37,6 +36,7 @@ fn finalize(mut z: u64) -> u64 {
 /// The mode and trylock flag are part of the key (locking-selftest `rlock_chaincache_ABBA1`
 /// needs the mode; the trylock flag decides which edges the chain produced), and so is
 /// `nested` (an acquisition covered by a held nest_lock is validated differently).
+#[inline]
 pub(crate) fn mix(prev: u64, class: ClassId, mode: Mode, trylock: bool, nested: bool) -> u64 {
     let tag = mode.code() | (u64::from(trylock) << 2) | (u64::from(nested) << 3);
     let k = finalize(prev.rotate_left(23) ^ class.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ tag);
@@ -49,7 +49,7 @@ pub(crate) fn mix(prev: u64, class: ClassId, mode: Mode, trylock: bool, nested: 
 
 /// True if the global table holds `key`. Lock-free, writes nothing.
 pub(crate) fn global_contains(key: u64) -> bool {
-    let table = &**TABLE;
+    let table = &TABLE;
     let start = key as usize % CHAIN_TABLE_SLOTS;
     for i in 0..PROBE {
         // Relaxed: a chain key is a self-contained value; seeing it means "validated", and the
@@ -67,7 +67,7 @@ pub(crate) fn global_contains(key: u64) -> bool {
 /// Inserts `key`; the caller holds the graph lock (the only writer). Flushes the whole table
 /// when the probe window is full.
 pub(crate) fn global_insert(key: u64) {
-    let table = &**TABLE;
+    let table = &TABLE;
     let start = key as usize % CHAIN_TABLE_SLOTS;
     for attempt in 0..2 {
         for i in 0..PROBE {
@@ -122,10 +122,12 @@ impl LocalCache {
         }
     }
 
+    #[inline]
     pub(crate) fn contains(&self, key: u64) -> bool {
         self.slots[key as usize % LOCAL_SLOTS] == key
     }
 
+    #[inline]
     pub(crate) fn insert(&mut self, key: u64) {
         self.slots[key as usize % LOCAL_SLOTS] = key;
     }

@@ -5,7 +5,6 @@
 //! names a live class; it reads one generation word per check and writes nothing.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::LazyLock;
 
 use crate::types::ClassId;
 
@@ -14,10 +13,12 @@ use crate::types::ClassId;
 pub const MAX_CLASSES: usize = 1 << 16;
 
 /// One generation word per class slot: odd while a class lives in the slot, even while free.
-static GENERATIONS: LazyLock<Box<[AtomicU32]>> =
-    LazyLock::new(|| (0..MAX_CLASSES).map(|_| AtomicU32::new(0)).collect());
+/// A zero-initialized static (in .bss: pages are only touched when classes use them), so the
+/// fast path needs no lazy-initialization check.
+static GENERATIONS: [AtomicU32; MAX_CLASSES] = [const { AtomicU32::new(0) }; MAX_CLASSES];
 
 /// True if `id` names a class that has not been zapped.
+#[inline]
 pub(crate) fn is_live(id: ClassId) -> bool {
     let Some(slot) = GENERATIONS.get(id.index() as usize) else {
         return false;

@@ -1,6 +1,6 @@
 //! The per-thread held-lock stack (the kernel's `task_struct::held_locks[]`).
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,34 +32,43 @@ pub(crate) struct ThreadState {
     pub cache: LocalCache,
     /// Set once the depth limit was reported for this thread (reported once, never silent).
     pub depth_reported: bool,
-    pub tid: u64,
-    pub thread_name: String,
+    /// (validator thread number, thread name), filled in when a report first needs it, so
+    /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
+    identity: OnceCell<(u64, String)>,
 }
 
 static NEXT_TID: AtomicU64 = AtomicU64::new(1);
 
 impl ThreadState {
-    fn new() -> ThreadState {
-        let thread_name = std::thread::current()
-            .name()
-            .unwrap_or("<unnamed>")
-            .to_owned();
+    const fn new() -> ThreadState {
         ThreadState {
-            held: Vec::with_capacity(16),
+            held: Vec::new(),
             cache: LocalCache::new(),
             depth_reported: false,
-            // Relaxed: a unique number is all that is needed.
-            tid: NEXT_TID.fetch_add(1, Ordering::Relaxed),
-            thread_name,
+            identity: OnceCell::new(),
         }
     }
 
+    /// This thread's validator number (unique, never reused) and name.
+    pub fn identity(&self) -> &(u64, String) {
+        self.identity.get_or_init(|| {
+            let name = std::thread::current()
+                .name()
+                .unwrap_or("<unnamed>")
+                .to_owned();
+            // Relaxed: a unique number is all that is needed.
+            (NEXT_TID.fetch_add(1, Ordering::Relaxed), name)
+        })
+    }
+
     /// The chain key of the current stack (0 when empty).
+    #[inline]
     pub fn top_key(&self) -> u64 {
         self.held.last().map_or(0, |h| h.chain_key)
     }
 
     /// Index of the topmost entry for this instance.
+    #[inline]
     pub fn find(&self, instance: usize) -> Option<usize> {
         self.held.iter().rposition(|h| h.instance == instance)
     }
@@ -109,13 +118,14 @@ impl Drop for ThreadState {
 }
 
 thread_local! {
-    static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::new());
+    static STATE: RefCell<ThreadState> = const { RefCell::new(ThreadState::new()) };
 }
 
 /// Runs `f` on this thread's state. Returns `None` (and tracks nothing) while the thread's
 /// validator state is being destroyed at thread exit, or if the state is already borrowed
 /// (the validator never calls out while it holds the borrow, so that would be a signal
 /// handler re-entering it).
+#[inline]
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     STATE
         .try_with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s)))

@@ -92,6 +92,7 @@ impl LockMap {
     }
 
     /// The map's name (used as the class name when this map creates the class).
+    #[inline]
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -115,10 +116,12 @@ impl LockMap {
         self.key
     }
 
+    #[inline]
     pub(crate) fn instance(&self) -> usize {
         self as *const LockMap as usize
     }
 
+    #[inline]
     pub(crate) fn cached(&self, subclass: u8) -> ClassId {
         match self.cache.get(subclass as usize) {
             // Relaxed: the value is a self-validating class id (checked against the class

@@ -46,6 +46,7 @@ pub fn set_max_depth(depth: usize) {
     MAX_DEPTH.store(depth, Ordering::Relaxed);
 }
 
+#[inline]
 pub(crate) fn max_depth() -> usize {
     // Relaxed: an independent setting.
     MAX_DEPTH.load(Ordering::Relaxed)

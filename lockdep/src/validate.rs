@@ -33,8 +33,8 @@ type Site = &'static Location<'static>;
 
 pub(crate) fn thread_desc(st: &ThreadState) -> ThreadDesc {
     ThreadDesc {
-        name: st.thread_name.clone(),
-        id: st.tid,
+        name: st.identity().1.clone(),
+        id: st.identity().0,
     }
 }
 
@@ -191,46 +191,53 @@ pub(crate) fn acquire(
     site: Site,
 ) {
     let class = resolve_class(map, subclass, site);
-    let entry = HeldLock {
-        class,
-        instance: map.instance(),
-        name: map.name(),
-        mode,
-        trylock,
-        subclass,
-        nest_lock: nest_lock.map_or(0, LockMap::instance),
-        site,
-        chain_key: 0,
-        pin_count: 0,
-    };
+    let instance = map.instance();
+    let nest = nest_lock.map_or(0, LockMap::instance);
     let done = with_state(|st| {
-        if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
+        if nest != 0 && st.find(nest).is_none() {
             return false;
         }
         if st.held.len() >= state::max_depth() && !st.depth_reported {
             return false;
         }
+        let key = chain::mix(st.top_key(), class, mode, trylock, nest != 0);
         // A trylock is held but adds no dependency and is not validated (kernel:
         // `validate_chain()` is skipped for trylocks); an unvalidated lock neither.
-        if trylock || class.is_none() {
-            st.push(entry);
-            return true;
-        }
-        let key = chain::mix(st.top_key(), class, mode, false, entry.nest_lock != 0);
-        if st.cache.contains(key) {
-            st.push(entry);
-            return true;
-        }
-        if chain::global_contains(key) {
+        if !trylock && !class.is_none() && !st.cache.contains(key) {
+            if !chain::global_contains(key) {
+                return false;
+            }
             st.cache.insert(key);
-            st.push(entry);
-            return true;
         }
-        false
+        // Built in place: the entry is written once, straight into the stack.
+        st.held.push(HeldLock {
+            class,
+            instance,
+            name: map.name(),
+            mode,
+            trylock,
+            subclass,
+            nest_lock: nest,
+            site,
+            chain_key: key,
+            pin_count: 0,
+        });
+        true
     });
     if done == Some(false) {
-        let nest_name = nest_lock.map_or("", LockMap::name);
-        acquire_slow(entry, nest_name);
+        let entry = HeldLock {
+            class,
+            instance,
+            name: map.name(),
+            mode,
+            trylock,
+            subclass,
+            nest_lock: nest,
+            site,
+            chain_key: 0,
+            pin_count: 0,
+        };
+        acquire_slow(entry, nest_lock.map_or("", LockMap::name));
     }
 }
 
@@ -264,7 +271,7 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
             st.top_key(),
             entry.class,
             entry.mode,
-            false,
+            entry.trylock,
             entry.nest_lock != 0,
         );
         if st.cache.contains(key) || chain::global_contains(key) {
@@ -448,31 +455,39 @@ fn circular(
 #[inline]
 pub(crate) fn release(map: &LockMap, site: Site) {
     let instance = map.instance();
-    let problem = with_state(|st| match st.find(instance) {
-        Some(i) => {
-            let h = st.remove(i);
-            (h.pin_count > 0).then_some(Some(h))
+    // Small return values only: this is the hot path.
+    let problem = with_state(|st| {
+        let Some(i) = st.find(instance) else {
+            return Some(false);
+        };
+        let pinned = st.held[i].pin_count > 0;
+        if i + 1 == st.held.len() {
+            // The usual LIFO case: no chain keys to recompute.
+            st.held.pop();
+        } else {
+            st.remove(i);
         }
-        None => Some(None),
+        pinned.then_some(true)
     });
-    if let Some(Some(p)) = problem {
-        release_problem(map, site, p);
+    if let Some(Some(pinned)) = problem {
+        release_problem(map, site, pinned);
     }
 }
 
+/// `pinned`: the lock was released while pinned; else it was not held.
 #[cold]
-fn release_problem(map: &LockMap, site: Site, pinned: Option<HeldLock>) {
+fn release_problem(map: &LockMap, site: Site, pinned: bool) {
     let report = with_state(|st| {
         let held = held_descs(st);
         match pinned {
-            Some(_) => Report::AssertionFailed {
+            true => Report::AssertionFailed {
                 thread: thread_desc(st),
                 kind: crate::report::AssertKind::ReleasedWhilePinned,
                 lock: map.name().to_owned(),
                 site,
                 held,
             },
-            None => Report::BadUnlockBalance {
+            false => Report::BadUnlockBalance {
                 thread: thread_desc(st),
                 releasing: LockDesc {
                     class: map.cached(0),

@@ -1,0 +1,129 @@
+//! Dynamic-key latency and memory (not criterion: it needs per-operation percentiles and RSS).
+//!
+//! 1. register + unregister of one key, timed one by one, with idle reader threads (threads
+//!    that have used hazard pointers but are not inside a lookup): p50 / p99.
+//! 2. the same while two reader threads look keys up in a loop.
+//! 3. RSS: baseline; 1M keys registered at once, then all dropped; then 1M cycles of
+//!    create key, lock under a long-lived lock (new class, new dependency), drop.
+
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use lockdep::{DynamicKey, LockMap, Mode};
+
+fn rss_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    pages * 4
+}
+
+fn percentiles(mut ns: Vec<u64>) -> (u64, u64, u64) {
+    ns.sort_unstable();
+    let at = |p: f64| ns[((ns.len() as f64 - 1.0) * p) as usize];
+    (at(0.5), at(0.99), at(0.999))
+}
+
+fn register_unregister(samples: usize) -> (u64, u64, u64) {
+    let mut ns = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t = Instant::now();
+        let k = DynamicKey::new("k");
+        drop(k);
+        ns.push(t.elapsed().as_nanos() as u64);
+    }
+    percentiles(ns)
+}
+
+fn main() {
+    // Criterion passes flags like --bench; ignore them.
+    let quick = std::env::args().any(|a| a == "--quick");
+    let samples = if quick { 20_000 } else { 200_000 };
+
+    // Idle readers: threads that looked a key up once, then wait.
+    let stable = Arc::new(DynamicKey::new("stable"));
+    let park = Arc::new(Barrier::new(3));
+    let ready = Arc::new(Barrier::new(3));
+    let idle: Vec<_> = (0..2)
+        .map(|_| {
+            let (stable, park, ready) = (stable.clone(), park.clone(), ready.clone());
+            std::thread::spawn(move || {
+                assert!(stable.is_registered());
+                ready.wait();
+                park.wait();
+            })
+        })
+        .collect();
+    ready.wait();
+    let _ = register_unregister(samples / 10); // warm-up
+    let (p50, p99, p999) = register_unregister(samples);
+    println!(
+        "key register+unregister, 2 idle readers: p50 {p50} ns, p99 {p99} ns, p99.9 {p999} ns"
+    );
+    park.wait();
+    for t in idle {
+        t.join().unwrap();
+    }
+
+    // Busy readers.
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let (stable, stop) = (stable.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                // Relaxed: a stop flag.
+                while !stop.load(Ordering::Relaxed) {
+                    n += u64::from(stable.is_registered());
+                }
+                n
+            })
+        })
+        .collect();
+    let (p50, p99, p999) = register_unregister(samples);
+    // Relaxed: a stop flag.
+    stop.store(true, Ordering::Relaxed);
+    let lookups: u64 = busy.into_iter().map(|t| t.join().unwrap()).sum();
+    println!(
+        "key register+unregister, 2 busy readers ({lookups} lookups): p50 {p50} ns, p99 {p99} ns, p99.9 {p999} ns"
+    );
+
+    // Memory.
+    let n = if quick { 100_000 } else { 1_000_000 };
+    let base = rss_kib();
+    let keys: Vec<DynamicKey> = (0..n).map(|_| DynamicKey::new("bulk")).collect();
+    let peak = rss_kib();
+    let t = Instant::now();
+    drop(keys);
+    let drop_ns = t.elapsed().as_nanos() as u64 / n as u64;
+    let after = rss_kib();
+    println!(
+        "{n} keys live: RSS {base} KiB -> {peak} KiB ({} B/key); after drop ({drop_ns} ns/key): {after} KiB",
+        (peak.saturating_sub(base)) * 1024 / n as u64
+    );
+
+    let outer = LockMap::new("outer");
+    let site = Location::caller();
+    let base2 = rss_kib();
+    let t = Instant::now();
+    for _ in 0..n {
+        let k = DynamicKey::new("churn");
+        let m = LockMap::with_dynamic_key("churn", &k);
+        lockdep::acquire(&outer, 0, Mode::Exclusive, false, None, site);
+        lockdep::acquire(&m, 0, Mode::Exclusive, false, None, site);
+        lockdep::release(&m, site);
+        lockdep::release(&outer, site);
+    }
+    let churn_ns = t.elapsed().as_nanos() as u64 / n as u64;
+    let after2 = rss_kib();
+    let s = lockdep::stats();
+    println!(
+        "{n} x (new key, lock under outer, drop): {churn_ns} ns/cycle; RSS {base2} KiB -> {after2} KiB; classes {}, dependencies {}, keys {}",
+        s.classes, s.dependencies, s.keys
+    );
+}
