@@ -25,8 +25,11 @@ use crate::key::KeyRef;
 use crate::report::KeyMisuse;
 use crate::state::GLOBAL;
 
-/// log2 of the number of buckets (the kernel's `KEYHASH_BITS` is 12 too).
-const BUCKET_BITS: u32 = 12;
+/// log2 of the number of buckets. The kernel's `KEYHASH_BITS` is 12; we use more buckets
+/// (512 KiB of zeroed `.bss`, touched only where keys land) so that a million live keys
+/// still give short chains (a bucket walk is a chain of cache misses), and an unregister
+/// shares its bucket (and so its wait) with fewer readers.
+const BUCKET_BITS: u32 = 16;
 /// Number of buckets.
 pub const KEY_BUCKETS: usize = 1 << BUCKET_BITS;
 
