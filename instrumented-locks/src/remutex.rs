@@ -219,6 +219,18 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
         }
     }
 
+    /// Like [`map`](Self::map), but `f` may decline; then the original guard comes back.
+    pub fn try_map<U: ?Sized, F: FnOnce(&T) -> Option<&U>>(
+        s: Self,
+        f: F,
+    ) -> Result<MappedReentrantMutexGuard<'a, U>, Self> {
+        let ReentrantMutexGuard { track, inner } = s;
+        match parking_lot::ReentrantMutexGuard::try_map(inner, f) {
+            Ok(inner) => Ok(MappedReentrantMutexGuard { track, inner }),
+            Err(inner) => Err(ReentrantMutexGuard { track, inner }),
+        }
+    }
+
     /// Releases this guard's level of the lock, runs `f`, and locks again (validated before
     /// blocking if this guard was the outermost one).
     #[track_caller]
@@ -231,5 +243,16 @@ impl<'a, T: ?Sized> ReentrantMutexGuard<'a, T> {
             track.restore(was, site);
             r
         })
+    }
+}
+
+impl<'a, T: ?Sized> MappedReentrantMutexGuard<'a, T> {
+    /// Projects further.
+    pub fn map<U: ?Sized, F: FnOnce(&T) -> &U>(s: Self, f: F) -> MappedReentrantMutexGuard<'a, U> {
+        let MappedReentrantMutexGuard { track, inner } = s;
+        MappedReentrantMutexGuard {
+            track,
+            inner: parking_lot::MappedReentrantMutexGuard::map(inner, f),
+        }
     }
 }

@@ -61,6 +61,18 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
         }
     }
 
+    /// Like [`map`](Self::map), but `f` may decline; then the original guard comes back.
+    pub fn try_map<U: ?Sized, F: FnOnce(&T) -> Option<&U>>(
+        s: Self,
+        f: F,
+    ) -> Result<MappedRwLockReadGuard<'a, U>, Self> {
+        let RwLockReadGuard { track, inner } = s;
+        match parking_lot::RwLockReadGuard::try_map(inner, f) {
+            Ok(inner) => Ok(MappedRwLockReadGuard { track, inner }),
+            Err(inner) => Err(RwLockReadGuard { track, inner }),
+        }
+    }
+
     /// Unlocks, runs `f`, and locks again in the same mode (validated before blocking).
     #[track_caller]
     pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
@@ -85,6 +97,18 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
         MappedRwLockWriteGuard {
             track,
             inner: parking_lot::RwLockWriteGuard::map(inner, f),
+        }
+    }
+
+    /// Like [`map`](Self::map), but `f` may decline; then the original guard comes back.
+    pub fn try_map<U: ?Sized, F: FnOnce(&mut T) -> Option<&mut U>>(
+        s: Self,
+        f: F,
+    ) -> Result<MappedRwLockWriteGuard<'a, U>, Self> {
+        let RwLockWriteGuard { track, inner } = s;
+        match parking_lot::RwLockWriteGuard::try_map(inner, f) {
+            Ok(inner) => Ok(MappedRwLockWriteGuard { track, inner }),
+            Err(inner) => Err(RwLockWriteGuard { track, inner }),
         }
     }
 
@@ -216,6 +240,18 @@ impl<'a, T: ?Sized> MappedRwLockReadGuard<'a, T> {
             inner: parking_lot::MappedRwLockReadGuard::map(inner, f),
         }
     }
+
+    /// Projects further if `f` returns `Some`; otherwise returns the guard.
+    pub fn try_map<U: ?Sized, F: FnOnce(&T) -> Option<&U>>(
+        s: Self,
+        f: F,
+    ) -> Result<MappedRwLockReadGuard<'a, U>, Self> {
+        let MappedRwLockReadGuard { track, inner } = s;
+        match parking_lot::MappedRwLockReadGuard::try_map(inner, f) {
+            Ok(inner) => Ok(MappedRwLockReadGuard { track, inner }),
+            Err(inner) => Err(MappedRwLockReadGuard { track, inner }),
+        }
+    }
 }
 
 impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
@@ -228,6 +264,18 @@ impl<'a, T: ?Sized> MappedRwLockWriteGuard<'a, T> {
         MappedRwLockWriteGuard {
             track,
             inner: parking_lot::MappedRwLockWriteGuard::map(inner, f),
+        }
+    }
+
+    /// Projects further if `f` returns `Some`; otherwise returns the guard.
+    pub fn try_map<U: ?Sized, F: FnOnce(&mut T) -> Option<&mut U>>(
+        s: Self,
+        f: F,
+    ) -> Result<MappedRwLockWriteGuard<'a, U>, Self> {
+        let MappedRwLockWriteGuard { track, inner } = s;
+        match parking_lot::MappedRwLockWriteGuard::try_map(inner, f) {
+            Ok(inner) => Ok(MappedRwLockWriteGuard { track, inner }),
+            Err(inner) => Err(MappedRwLockWriteGuard { track, inner }),
         }
     }
 }

@@ -60,3 +60,24 @@ fn init_from_env() -> bool {
     // Relaxed: as above.
     STATE.load(Ordering::Relaxed) == ON
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The only unit test touching the switch, so the state starts unset.
+    #[test]
+    fn env_var_then_explicit_switch() {
+        assert_eq!(STATE.load(Ordering::Relaxed), UNSET);
+        std::env::set_var(ENV_VAR, " Off ");
+        assert!(
+            !is_enabled(),
+            "the environment turned it off (or no feature)"
+        );
+        set_enabled(true);
+        assert_eq!(is_enabled(), cfg!(feature = "validate"));
+        set_enabled(false);
+        assert!(!is_enabled());
+        std::env::remove_var(ENV_VAR);
+    }
+}

@@ -433,3 +433,73 @@ fn static_through_lazy_lock() {
     assert_eq!(*M.lock(), 7);
     assert!(take().is_empty());
 }
+
+#[test]
+fn rwlock_and_reentrant_try_maps() {
+    let _h = start();
+    let l = RwLock::new((1, 2));
+    let r = match RwLockReadGuard::try_map(l.read(), |_| None::<&u8>) {
+        Ok(_) => panic!("declined"),
+        Err(r) => r,
+    };
+    let m = RwLockReadGuard::try_map(r, |t| Some(&t.0)).ok().unwrap();
+    let m = match MappedRwLockReadGuard::try_map(m, |_| None::<&u8>) {
+        Ok(_) => panic!("declined"),
+        Err(m) => m,
+    };
+    assert_eq!(
+        *MappedRwLockReadGuard::try_map(m, |x| Some(x)).ok().unwrap(),
+        1
+    );
+    let w = match RwLockWriteGuard::try_map(l.write(), |_| None::<&mut u8>) {
+        Ok(_) => panic!("declined"),
+        Err(w) => w,
+    };
+    let mut m = RwLockWriteGuard::try_map(w, |t| Some(&mut t.1))
+        .ok()
+        .unwrap();
+    *m += 1;
+    let m = match MappedRwLockWriteGuard::try_map(m, |_| None::<&mut u8>) {
+        Ok(_) => panic!("declined"),
+        Err(m) => m,
+    };
+    let mut m = MappedRwLockWriteGuard::try_map(m, |x| Some(x))
+        .ok()
+        .unwrap();
+    *m += 1;
+    drop(m);
+    assert_eq!(*l.read(), (1, 4));
+    assert!(!l.is_locked());
+
+    let r = ReentrantMutex::new((5, 6));
+    let g = match ReentrantMutexGuard::try_map(r.lock(), |_| None::<&u8>) {
+        Ok(_) => panic!("declined"),
+        Err(g) => g,
+    };
+    let six = ReentrantMutexGuard::try_map(g, |t| Some(&t.1))
+        .ok()
+        .unwrap();
+    let six = instrumented_locks::MappedReentrantMutexGuard::map(six, |x| x);
+    assert_eq!(*six, 6);
+    assert!(r.is_locked());
+    drop(six);
+    assert!(!r.is_locked());
+    assert!(take().is_empty());
+}
+
+#[test]
+fn tracked_spawn_behaves_like_std_spawn() {
+    let _h = start();
+    let (tx, rx) = mpsc::channel::<()>();
+    let h = instrumented_locks::thread::spawn(move || {
+        rx.recv_timeout(HANG).expect("test hung");
+        7
+    });
+    assert!(!h.is_finished());
+    assert!(h.thread().name().is_none());
+    tx.send(()).unwrap();
+    assert_eq!(h.join().unwrap(), 7);
+    let p = instrumented_locks::thread::spawn(|| panic!("child panics"));
+    assert!(p.join().is_err());
+    assert!(take().is_empty());
+}

@@ -480,3 +480,73 @@ fn runtime_switch_stops_tracking_and_balances_guards() {
         "no bad unlock balance, no reports while off"
     );
 }
+
+#[test]
+fn lock_maps_and_held_queries() {
+    let _h = start();
+    let m = Mutex::named(0, "M");
+    let l = RwLock::named(0, "L");
+    let r = ReentrantMutex::named(0, "R");
+    let (mm, lm, rm) = (
+        m.lock_map().unwrap(),
+        l.lock_map().unwrap(),
+        r.lock_map().unwrap(),
+    );
+    assert_eq!((mm.name(), lm.name(), rm.name()), ("M", "L", "R"));
+    let _g = m.lock();
+    let _w = l.write();
+    let _re = r.lock();
+    assert!(lockdep::is_held(mm) && lockdep::is_held(lm) && lockdep::is_held(rm));
+    assert!(m.is_held_by_current_thread() && l.is_held_by_current_thread());
+    // The guards expose the same maps as nest locks.
+    use instrumented_locks::HeldGuard;
+    assert!(std::ptr::eq(_g.lock_map().unwrap(), mm));
+    assert!(std::ptr::eq(_w.lock_map().unwrap(), lm));
+    assert!(std::ptr::eq(_re.lock_map().unwrap(), rm));
+    // The default name is the protected type.
+    assert_eq!(Mutex::new(0u8).lock_map().unwrap().name(), "u8");
+    assert!(take().is_empty());
+}
+
+#[test]
+fn reentrant_and_std_flavoured_explicit_classes() {
+    let _h = start();
+    static RKEY: LockClassKey = LockClassKey::new();
+    let r1 = ReentrantMutex::with_class(0, &RKEY, "rkey");
+    let r2 = ReentrantMutex::with_class(0, &RKEY, "rkey");
+    {
+        let _a = r1.lock();
+        let _b = r2.lock();
+    }
+    assert_eq!(same_class(&take()), 1);
+    {
+        let _a = r1.lock();
+        let _b = r2.lock_nested(1);
+    }
+    assert!(take().is_empty());
+    let key = DynamicKey::new("rdyn");
+    let r3 = ReentrantMutex::with_dynamic_key(0, &key, "rdyn");
+    drop(r3.lock());
+    assert!(take().is_empty());
+
+    use instrumented_locks::std_sync;
+    static SKEY: LockClassKey = LockClassKey::new();
+    let s1 = std_sync::Mutex::with_class(0, &SKEY, "skey");
+    let s2 = std_sync::RwLock::with_class(0, &SKEY, "skey");
+    {
+        let _a = s1.lock().unwrap();
+        s1.assert_held();
+        s2.assert_not_held();
+        let _b = s2.write().unwrap();
+        s2.assert_held();
+    }
+    assert_eq!(same_class(&take()), 1, "one key, one class");
+    s1.assert_not_held();
+    s2.assert_held();
+    assert_eq!(take().len(), 1);
+    assert_eq!(s1.lock_map().unwrap().name(), "skey");
+    assert_eq!(
+        std_sync::RwLock::named(0, "sr").lock_map().unwrap().name(),
+        "sr"
+    );
+}
