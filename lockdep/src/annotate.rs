@@ -7,12 +7,12 @@
 use std::marker::PhantomData;
 use std::panic::Location;
 
+use crate::describe::{held_descs, thread_desc};
 use crate::held::with_state;
 use crate::map::LockMap;
 use crate::policy;
 use crate::report::{AssertKind, LockDesc, Report};
 use crate::types::Mode;
-use crate::validate::{held_descs, thread_desc};
 
 fn fail(kind: AssertKind, lock: &str, site: &'static Location<'static>) {
     let r = with_state(|st| Report::AssertionFailed {

@@ -77,6 +77,7 @@ pub(crate) fn global_insert(key: u64) {
                 0 => {
                     // Relaxed: see `global_contains`; the value carries no pointer.
                     slot.store(key, Ordering::Relaxed);
+                    // Relaxed: a statistic.
                     COUNT.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
@@ -85,6 +86,7 @@ pub(crate) fn global_insert(key: u64) {
             }
         }
         if attempt == 0 {
+            // Relaxed: a statistic.
             FLUSHES.fetch_add(1, Ordering::Relaxed);
             clear();
         }
@@ -97,16 +99,19 @@ pub(crate) fn clear() {
         // Relaxed: a concurrent reader that misses just takes the slow path.
         slot.store(0, Ordering::Relaxed);
     }
+    // Relaxed: a statistic.
     COUNT.store(0, Ordering::Relaxed);
 }
 
 /// Number of chains in the global table.
 pub(crate) fn count() -> usize {
+    // Relaxed: a statistic.
     COUNT.load(Ordering::Relaxed)
 }
 
 /// Number of times the global table was flushed because it was full.
 pub(crate) fn flushes() -> usize {
+    // Relaxed: a statistic.
     FLUSHES.load(Ordering::Relaxed)
 }
 

@@ -38,9 +38,9 @@ pub(crate) fn make_live(index: u32) -> ClassId {
     if gen & 1 == 0 {
         gen = gen.wrapping_add(1);
     }
-    // Release: publishes the new generation; readers pair it with the class id they found in a
-    // lock map, which was itself stored after this call.
-    slot.store(gen, Ordering::Release);
+    // Relaxed: readers only compare this word with an id (`is_live`) and read nothing through
+    // it; whatever they then need about the class they read under the graph lock.
+    slot.store(gen, Ordering::Relaxed);
     ClassId::new(index, gen)
 }
 
@@ -50,9 +50,8 @@ pub(crate) fn make_dead(index: u32) {
     // Relaxed load: only the graph-lock holder writes this word.
     let gen = slot.load(Ordering::Relaxed);
     if gen & 1 == 1 {
-        // Release: a reader that sees the even value must not act on the old class any more;
-        // there is nothing it must read after it, Release keeps the zap ordered after the edge
-        // removal for readers that take the graph lock later anyway.
-        slot.store(gen.wrapping_add(1), Ordering::Release);
+        // Relaxed: as in `make_live`; a reader that still sees the old value validates against
+        // a dying class, which the graph lock's slow path then finds zapped.
+        slot.store(gen.wrapping_add(1), Ordering::Relaxed);
     }
 }

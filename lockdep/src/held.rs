@@ -113,7 +113,7 @@ impl Drop for ThreadState {
             return;
         }
         let held = std::mem::take(&mut self.held);
-        crate::validate::thread_exit(self, held);
+        crate::release::thread_exit(self, held);
     }
 }
 

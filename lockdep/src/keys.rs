@@ -202,7 +202,7 @@ impl DynamicKey {
         let mut g = GLOBAL.lock();
         if walk(addr, self.node().serial) {
             drop(g);
-            crate::validate::misuse(KeyMisuse::DoubleRegister, &self.node().name, site);
+            crate::resolve::misuse(KeyMisuse::DoubleRegister, &self.node().name, site);
             return;
         }
         let head = bucket(addr);
@@ -230,8 +230,8 @@ impl DynamicKey {
     fn unregister_inner(&self, report_unknown: bool, site: &'static Location<'static>) {
         let addr = self.node.as_ptr() as usize;
         let key = self.key_ref();
-        if crate::validate::holds_key(key) {
-            crate::validate::misuse(KeyMisuse::UnregisterWhileHeld, &self.node().name, site);
+        if crate::resolve::holds_key(key) {
+            crate::resolve::misuse(KeyMisuse::UnregisterWhileHeld, &self.node().name, site);
         }
         let head = bucket(addr);
         {
@@ -244,7 +244,7 @@ impl DynamicKey {
                 if p.is_null() {
                     drop(g);
                     if report_unknown {
-                        crate::validate::misuse(KeyMisuse::UnknownKey, &self.node().name, site);
+                        crate::resolve::misuse(KeyMisuse::UnknownKey, &self.node().name, site);
                     }
                     return;
                 }

@@ -58,6 +58,7 @@
 mod annotate;
 mod chain;
 mod class;
+mod describe;
 mod graph;
 mod held;
 mod introspect;
@@ -65,7 +66,9 @@ mod key;
 mod keys;
 mod map;
 mod policy;
+mod release;
 mod report;
+mod resolve;
 mod search;
 mod state;
 mod types;
@@ -127,7 +130,7 @@ pub fn acquire(
 /// [`Report::AssertionFailed`]. No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
-    validate::release(map, site);
+    release::release(map, site);
 }
 
 /// Validates an acquisition of `map` without holding it afterwards (the kernel's
@@ -135,7 +138,7 @@ pub fn release(map: &LockMap, site: &'static Location<'static>) {
 /// checked the first time it *could* run.
 pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Location<'static>) {
     validate::acquire(map, subclass, mode, false, None, site);
-    validate::release(map, site);
+    release::release(map, site);
 }
 
 /// Checks that no lock this thread holds lives in `[addr, addr + len)`, because that memory is
@@ -143,5 +146,5 @@ pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Locati
 /// is reported as [`Report::HeldLockFreed`] and forgotten. [`LockMap`]'s `Drop` calls this.
 #[track_caller]
 pub fn check_no_locks_freed(addr: *const u8, len: usize) {
-    validate::check_no_locks_freed(addr, len, Location::caller());
+    release::check_no_locks_freed(addr, len, Location::caller());
 }

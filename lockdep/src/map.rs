@@ -70,7 +70,7 @@ impl LockMap {
     #[track_caller]
     pub fn with_dynamic_key(name: &'static str, key: &DynamicKey) -> LockMap {
         if !key.is_registered() {
-            crate::validate::misuse(
+            crate::resolve::misuse(
                 crate::KeyMisuse::NotRegistered,
                 key.name(),
                 Location::caller(),
@@ -101,7 +101,7 @@ impl LockMap {
     /// reports [`Report::HeldLockFreed`](crate::Report::HeldLockFreed) if this thread holds it.
     #[track_caller]
     pub fn reinit(&mut self) {
-        crate::validate::check_no_locks_freed(
+        crate::release::check_no_locks_freed(
             self as *const LockMap as *const u8,
             std::mem::size_of::<LockMap>(),
             Location::caller(),
@@ -141,7 +141,7 @@ impl LockMap {
 
 impl Drop for LockMap {
     fn drop(&mut self) {
-        crate::validate::check_no_locks_freed(
+        crate::release::check_no_locks_freed(
             self as *const LockMap as *const u8,
             std::mem::size_of::<LockMap>(),
             Location::caller(),

@@ -1,9 +1,9 @@
-//! The validator core: acquire and release hooks, `check_deadlock` and `check_prevs_add`.
+//! The validator core: the acquire hook, `check_deadlock` and `check_prevs_add`.
 //!
 //! Semantics from the kernel's `__lock_acquire()`, `validate_chain()`, `check_deadlock()`,
-//! `check_prevs_add()`, `check_prev_add()` and `__lock_release()`; see the crate docs for the
-//! rules. Reports are built while the validator's locks are held and delivered after they are
-//! released and before the held stack changes.
+//! `check_prevs_add()` and `check_prev_add()`; see the crate docs for the rules. Reports are
+//! built while the validator's locks are held and delivered after they are released and
+//! before the held stack changes.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -11,174 +11,18 @@ use std::panic::Location;
 use std::sync::Arc;
 
 use crate::chain;
-use crate::class;
+use crate::describe::{held_descs_locked, lock_desc, thread_desc};
 use crate::graph::EdgeSites;
 use crate::held::{with_state, HeldLock, ThreadState};
-use crate::key::KeyRef;
-use crate::keys;
 use crate::map::LockMap;
 use crate::policy;
-use crate::report::{
-    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass, ThreadDesc,
-    Trace,
-};
+use crate::report::{Capacity, CircularDependency, Dependency, Report, SameClass, Trace};
+use crate::resolve::resolve_class;
 use crate::search::{self, Step};
 use crate::state::{self, Global, GLOBAL};
-use crate::types::{ClassId, DepKind, Mode, MAX_SUBCLASSES};
+use crate::types::{ClassId, DepKind, Mode};
 
 type Site = &'static Location<'static>;
-
-// ---------------------------------------------------------------------------------------------
-// Descriptions for reports.
-
-pub(crate) fn thread_desc(st: &ThreadState) -> ThreadDesc {
-    ThreadDesc {
-        name: st.identity().1.clone(),
-        id: st.identity().0,
-    }
-}
-
-fn current_thread_desc() -> ThreadDesc {
-    with_state(|st| thread_desc(st)).unwrap_or_else(|| ThreadDesc {
-        name: "<exiting>".to_owned(),
-        id: 0,
-    })
-}
-
-pub(crate) fn lock_desc(g: &Global, h: &HeldLock) -> LockDesc {
-    let class_name = match g.graph.class(h.class) {
-        Some(c) => c.name.to_string(),
-        None if h.subclass == 0 => h.name.to_owned(),
-        None => format!("{}/{}", h.name, h.subclass),
-    };
-    LockDesc {
-        class: h.class,
-        class_name,
-        instance: h.instance,
-        mode: h.mode,
-        trylock: h.trylock,
-        site: h.site,
-    }
-}
-
-pub(crate) fn held_descs_locked(g: &Global, st: &ThreadState) -> Vec<LockDesc> {
-    st.held.iter().map(|h| lock_desc(g, h)).collect()
-}
-
-/// Held locks of this thread, with names; takes the graph lock (never call it while holding
-/// the graph lock).
-pub(crate) fn held_descs(st: &ThreadState) -> Vec<LockDesc> {
-    let g = GLOBAL.lock();
-    held_descs_locked(&g, st)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Key misuse.
-
-/// Reports a key misuse now. Call with no validator lock held and no thread-state borrow.
-pub(crate) fn misuse(kind: KeyMisuse, name: &str, site: Site) {
-    policy::deliver(vec![Report::KeyMisuse {
-        thread: current_thread_desc(),
-        kind,
-        key: name.to_owned(),
-        site,
-    }]);
-}
-
-/// Reports a misuse once per (key serial, kind).
-fn misuse_once(serial: u64, kind: KeyMisuse, name: &str, site: Site) {
-    let first = GLOBAL.lock().reported_misuse.insert((serial, kind));
-    if first {
-        misuse(kind, name, site);
-    }
-}
-
-/// True if this thread holds a lock of one of `key`'s classes.
-pub(crate) fn holds_key(key: KeyRef) -> bool {
-    with_state(|st| {
-        if st.held.is_empty() {
-            return false;
-        }
-        let g = GLOBAL.lock();
-        st.held
-            .iter()
-            .any(|h| g.graph.class(h.class).is_some_and(|c| c.key == key))
-    })
-    .unwrap_or(false)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Class lookup.
-
-/// The class of `map` for `subclass`: from the map's cache when it is still live, else looked
-/// up or created under the graph lock. `ClassId::NONE` (after a report) if the key is not
-/// registered or classes ran out.
-#[inline]
-pub(crate) fn resolve_class(map: &LockMap, subclass: u8, site: Site) -> ClassId {
-    let cached = map.cached(subclass);
-    if !cached.is_none() && class::is_live(cached) {
-        return cached;
-    }
-    resolve_slow(map, subclass, site)
-}
-
-#[cold]
-fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
-    if subclass >= MAX_SUBCLASSES {
-        misuse(KeyMisuse::InvalidSubclass, map.name(), site);
-        return ClassId::NONE;
-    }
-    let key = map.key();
-    if let KeyRef::Dynamic { addr, serial } = key {
-        // The lock-free, hazard-pointer-protected lookup (kernel: `is_dynamic_key()`).
-        if !keys::is_registered(addr, serial) {
-            misuse_once(serial, KeyMisuse::NotRegistered, map.name(), site);
-            return ClassId::NONE;
-        }
-    }
-    let mut g = GLOBAL.lock();
-    let found = g
-        .graph
-        .by_key
-        .get(&(key, subclass))
-        .and_then(|&i| g.graph.slot(i))
-        .map(|c| c.id);
-    let id = match found {
-        Some(id) => id,
-        None => {
-            if let KeyRef::Dynamic { addr, serial } = key {
-                // Unregistered since the lock-free check: registration changes only under the
-                // graph lock, so this answer is final.
-                if !keys::is_registered_locked(addr, serial) {
-                    drop(g);
-                    misuse_once(serial, KeyMisuse::NotRegistered, map.name(), site);
-                    return ClassId::NONE;
-                }
-            }
-            match g.graph.alloc(key, subclass, map.name()) {
-                Ok(id) => id,
-                Err(()) => {
-                    let first = !std::mem::replace(&mut g.classes_exhausted_reported, true);
-                    drop(g);
-                    if first {
-                        policy::deliver(vec![Report::CapacityExhausted {
-                            thread: current_thread_desc(),
-                            what: Capacity::Classes,
-                            limit: class::MAX_CLASSES,
-                        }]);
-                    }
-                    return ClassId::NONE;
-                }
-            }
-        }
-    };
-    drop(g);
-    map.set_cached(subclass, id);
-    id
-}
-
-// ---------------------------------------------------------------------------------------------
-// Acquire.
 
 /// See [`crate::acquire`].
 #[inline]
@@ -446,103 +290,4 @@ fn circular(
         cycle,
         held: held_descs_locked(g, st),
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Release, free, exit.
-
-/// See [`crate::release`].
-#[inline]
-pub(crate) fn release(map: &LockMap, site: Site) {
-    let instance = map.instance();
-    // Small return values only: this is the hot path.
-    let problem = with_state(|st| {
-        let Some(i) = st.find(instance) else {
-            return Some(false);
-        };
-        let pinned = st.held[i].pin_count > 0;
-        if i + 1 == st.held.len() {
-            // The usual LIFO case: no chain keys to recompute.
-            st.held.pop();
-        } else {
-            st.remove(i);
-        }
-        pinned.then_some(true)
-    });
-    if let Some(Some(pinned)) = problem {
-        release_problem(map, site, pinned);
-    }
-}
-
-/// `pinned`: the lock was released while pinned; else it was not held.
-#[cold]
-fn release_problem(map: &LockMap, site: Site, pinned: bool) {
-    let report = with_state(|st| {
-        let held = held_descs(st);
-        match pinned {
-            true => Report::AssertionFailed {
-                thread: thread_desc(st),
-                kind: crate::report::AssertKind::ReleasedWhilePinned,
-                lock: map.name().to_owned(),
-                site,
-                held,
-            },
-            false => Report::BadUnlockBalance {
-                thread: thread_desc(st),
-                releasing: LockDesc {
-                    class: map.cached(0),
-                    class_name: map.name().to_owned(),
-                    instance: map.instance(),
-                    mode: Mode::Exclusive,
-                    trylock: false,
-                    site,
-                },
-                held,
-            },
-        }
-    });
-    if let Some(r) = report {
-        policy::deliver(vec![r]);
-    }
-}
-
-/// Reports and forgets every lock this thread holds whose map lies in `[addr, addr + len)`
-/// (kernel: `debug_check_no_locks_freed()`).
-pub(crate) fn check_no_locks_freed(addr: *const u8, len: usize, site: Site) {
-    let (lo, hi) = (addr as usize, addr as usize + len);
-    let reports = with_state(|st| {
-        let mut out = Vec::new();
-        while let Some(i) = st
-            .held
-            .iter()
-            .position(|h| h.instance >= lo && h.instance < hi)
-        {
-            let h = st.remove(i);
-            let g = GLOBAL.lock();
-            out.push(Report::HeldLockFreed {
-                thread: thread_desc(st),
-                lock: lock_desc(&g, &h),
-                freed_at: site,
-                held: held_descs_locked(&g, st),
-            });
-        }
-        out
-    });
-    if let Some(r) = reports {
-        if !r.is_empty() {
-            policy::deliver(r);
-        }
-    }
-}
-
-/// Called from the thread state's destructor with the locks still held at thread exit.
-pub(crate) fn thread_exit(st: &ThreadState, held: Vec<HeldLock>) {
-    let held = {
-        let g = GLOBAL.lock();
-        held.iter().map(|h| lock_desc(&g, h)).collect()
-    };
-    policy::deliver_no_unwind(&Report::LockHeldAtExit {
-        thread: thread_desc(st),
-        held,
-    });
 }
