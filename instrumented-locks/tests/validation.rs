@@ -545,6 +545,19 @@ fn reentrant_and_std_flavoured_explicit_classes() {
     s2.assert_held();
     assert_eq!(take().len(), 1);
     assert_eq!(s1.lock_map().unwrap().name(), "skey");
+    // std-flavoured guards serve as nest locks too.
+    let rows: Vec<Mutex<u8>> = (0..2).map(|_| Mutex::named(0, "row")).collect();
+    {
+        let table = s2.read().unwrap();
+        let _r1 = rows[1].lock_nest_lock(&table);
+        let _r0 = rows[0].lock_nest_lock(&table);
+    }
+    {
+        let table = s1.lock().unwrap();
+        let _r0 = rows[0].lock_nest_lock(&table);
+        let _r1 = rows[1].lock_nest_lock(&table);
+    }
+    assert!(take().is_empty());
     assert_eq!(
         std_sync::RwLock::named(0, "sr").lock_map().unwrap().name(),
         "sr"

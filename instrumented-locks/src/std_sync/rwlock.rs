@@ -181,3 +181,17 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockWriteGuard<'_, T> {
         fmt::Debug::fmt(&**self, f)
     }
 }
+
+impl<T: ?Sized> crate::dep::sealed::Sealed for RwLockReadGuard<'_, T> {}
+impl<T: ?Sized> crate::HeldGuard for RwLockReadGuard<'_, T> {
+    fn lock_map(&self) -> Option<&LockMap> {
+        crate::HeldGuard::lock_map(&self.inner)
+    }
+}
+
+impl<T: ?Sized> crate::dep::sealed::Sealed for RwLockWriteGuard<'_, T> {}
+impl<T: ?Sized> crate::HeldGuard for RwLockWriteGuard<'_, T> {
+    fn lock_map(&self) -> Option<&LockMap> {
+        crate::HeldGuard::lock_map(&self.inner)
+    }
+}
