@@ -206,6 +206,29 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         }
     }
 
+    /// Upgrades to a write lock (validated like [`upgrade`](Self::upgrade), before it
+    /// blocks), runs `f` on the data, and downgrades back to an upgradable read (in place:
+    /// the lock keeps its new place on the held stack, as a reader).
+    #[track_caller]
+    pub fn with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
+        self.track.reacquire(Mode::Exclusive, Location::caller());
+        let r = self.inner.with_upgraded(f);
+        self.track.set_mode(Mode::Read);
+        r
+    }
+
+    /// Like [`with_upgraded`](Self::with_upgraded) without waiting: `None` (and no change)
+    /// if readers are present.
+    pub fn try_with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Option<Ret> {
+        let track = &mut self.track;
+        self.inner.try_with_upgraded(|t| {
+            track.set_mode(Mode::Exclusive);
+            let r = f(t);
+            track.set_mode(Mode::Read);
+            r
+        })
+    }
+
     /// Turns the upgradable read into a plain read lock (cannot wait).
     #[track_caller]
     pub fn downgrade(s: Self) -> RwLockReadGuard<'a, T> {

@@ -503,3 +503,26 @@ fn tracked_spawn_behaves_like_std_spawn() {
     assert!(p.join().is_err());
     assert!(take().is_empty());
 }
+
+#[test]
+fn unsized_data_and_with_upgraded() {
+    let _h = start();
+    let m: Arc<Mutex<[u8]>> = Arc::new(Mutex::new([1, 2, 3]));
+    m.lock()[0] = 9;
+    assert_eq!(&*m.lock(), &[9, 2, 3]);
+    let l: Box<RwLock<dyn std::fmt::Debug + Send + Sync>> = Box::new(RwLock::new(5u8));
+    assert_eq!(format!("{:?}", &*l.read()), "5");
+    let l = RwLock::new(1);
+    let mut u = l.upgradable_read();
+    assert_eq!(
+        u.with_upgraded(|v| {
+            *v += 1;
+            *v
+        }),
+        2
+    );
+    assert_eq!(u.try_with_upgraded(|v| *v), Some(2));
+    drop(u);
+    assert!(!l.is_locked());
+    assert!(take().is_empty());
+}

@@ -563,3 +563,60 @@ fn reentrant_and_std_flavoured_explicit_classes() {
         "sr"
     );
 }
+
+#[test]
+fn with_upgraded_validates_and_returns_to_a_reader() {
+    let _h = start();
+    let a = RwLock::named(0, "A");
+    let b = Mutex::named(0, "B");
+    let mut u = a.upgradable_read();
+    let got = u.try_with_upgraded(|v| {
+        a.assert_held_write();
+        *v += 1;
+        *v
+    });
+    assert_eq!(got, Some(1));
+    a.assert_held_read();
+    let gb = b.lock();
+    // Upgrading while B (taken after A) is held: B -> A, the inverse of A -> B.
+    let got = u.with_upgraded(|v| {
+        *v += 1;
+        *v
+    });
+    assert_eq!(got, 2);
+    assert_eq!(one_cycle(&take()), ["B", "A", "B"]);
+    a.assert_held_read();
+    drop((gb, u));
+    assert_eq!(held_count(), 0);
+    // try_with_upgraded fails (and changes nothing) while a reader is present.
+    let mut u = a.upgradable_read();
+    let r = a.read_recursive();
+    assert_eq!(u.try_with_upgraded(|v| *v), None);
+    a.assert_held_read();
+    drop((r, u));
+    assert!(take().is_empty());
+}
+
+#[test]
+fn panic_policy_reports_before_blocking_and_leaves_state_clean() {
+    let _h = start();
+    let a = Mutex::named(0, "A");
+    let b = Mutex::named(0, "B");
+    {
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    lockdep::set_policy(lockdep::Policy::Panic);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _gb = b.lock();
+        let _ga = a.lock();
+    }));
+    let msg = r.expect_err("the report panics");
+    let text = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(text.contains("circular locking dependency"), "{text}");
+    assert_eq!(held_count(), 0);
+    assert!(!a.is_locked() && !b.is_locked());
+    // The rejected dependency was not recorded.
+    let _ga = a.lock();
+    let _gb = b.lock();
+}
