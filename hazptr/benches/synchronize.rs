@@ -12,8 +12,10 @@
 //! Two measurements per scenario:
 //! * percentiles: at least 20 000 individual calls and at least 1 s of them (so that the
 //!   samples span many scheduler slices), each timed with its own pair of `Instant`s,
-//!   sorted; p50/p90/p99, the share of calls above 3 µs (those that paid an IPI) and
-//!   their p50 printed (the `Instant` pair itself is measured and printed too);
+//!   sorted; p50/p90/p99 printed (the `Instant` pair itself is measured and printed
+//!   too). With a spinner, the calls are also split by whether the spinner made progress
+//!   around the call (it was running, so the membarrier had to IPI its CPU) or not (the OS
+//!   had descheduled it: on a busy machine the spinner shares its CPU);
 //! * criterion's mean/median over batched calls (no per-call clock read).
 //!
 //! Run: `cargo bench -p hazptr --bench synchronize`. Under `cargo test --benches` (no
@@ -21,13 +23,14 @@
 //! routine once, so the whole binary finishes in well under a second.
 
 use std::hint::black_box;
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use crossbeam_utils::CachePadded;
 use hazptr::{Domain, FenceMode};
 
 /// Registered, idle threads per scenario.
@@ -62,21 +65,19 @@ const SCENARIOS: [Scenario; 4] = [
     },
 ];
 
-/// p50, p90, p99 of `samples`, the share of samples above `slow`, and the p50 of those.
-fn percentiles(mut samples: Vec<Duration>, slow: Duration) -> ([Duration; 3], f64, Duration) {
+/// "n=.. p50 .. p90 .. p99 .." of `samples` (sorts them).
+fn summary(samples: &mut [Duration]) -> String {
+    if samples.is_empty() {
+        return "n=0".to_string();
+    }
     samples.sort_unstable();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    let first_slow = samples.partition_point(|&d| d <= slow);
-    let n_slow = samples.len() - first_slow;
-    let slow_p50 = if n_slow == 0 {
-        Duration::ZERO
-    } else {
-        samples[first_slow + n_slow / 2]
-    };
-    (
-        [at(0.50), at(0.90), at(0.99)],
-        n_slow as f64 / samples.len() as f64,
-        slow_p50,
+    let at = |q: f64| us(samples[((samples.len() - 1) as f64 * q).round() as usize]);
+    format!(
+        "n={:<7} p50 {:>7.3} us  p90 {:>7.3} us  p99 {:>7.3} us",
+        samples.len(),
+        at(0.50),
+        at(0.90),
+        at(0.99)
     )
 }
 
@@ -115,7 +116,9 @@ fn run_scenario(c: &mut Criterion, s: &Scenario, budget: &Budget, cpus: usize) {
     let registered_on = Box::new(1u64);
     let target = Box::new(2u64);
     let stop_spinning = AtomicBool::new(false);
-    let spinning = AtomicBool::new(false);
+    // The spinner's loop count, on its own cache line: the benchmark thread reads it
+    // before and after each timed call to tell whether the spinner ran meanwhile.
+    let progress = CachePadded::new(AtomicU64::new(0));
     // Idle threads + spinner (if any) + this thread meet twice: "registered" and "stop".
     let parties = IDLE_THREADS + usize::from(s.spinner) + 1;
     let registered = Barrier::new(parties);
@@ -135,10 +138,12 @@ fn run_scenario(c: &mut Criterion, s: &Scenario, budget: &Budget, cpus: usize) {
                 pin_to(0);
                 drop(domain.protect_addr(&*registered_on as *const u64));
                 registered.wait();
-                // Relaxed: a progress flag, no data is handed over with it.
-                spinning.store(true, Relaxed);
+                let mut n = 0u64;
                 // Relaxed: a stop flag, no data is handed over with it.
                 while !stop_spinning.load(Relaxed) {
+                    n += 1;
+                    // Relaxed: a progress count, no data is handed over with it.
+                    progress.store(n, Relaxed);
                     std::hint::spin_loop();
                 }
             });
@@ -146,7 +151,7 @@ fn run_scenario(c: &mut Criterion, s: &Scenario, budget: &Budget, cpus: usize) {
         registered.wait();
         pin_to(cpus - 1);
         // Relaxed: see the spinner's store; we only wait until it runs.
-        while s.spinner && !spinning.load(Relaxed) {
+        while s.spinner && progress.load(Relaxed) == 0 {
             std::hint::spin_loop();
         }
 
@@ -161,31 +166,43 @@ fn run_scenario(c: &mut Criterion, s: &Scenario, budget: &Budget, cpus: usize) {
         for _ in 0..budget.min_samples.min(1000) {
             sync();
         }
-        let mut times = Vec::with_capacity(budget.min_samples);
+        // (duration, whether the spinner made progress around the call)
+        let mut times: Vec<(Duration, bool)> = Vec::with_capacity(budget.min_samples);
         let start = Instant::now();
         while times.len() < budget.min_samples || start.elapsed() < budget.min_time {
+            // Relaxed: only compared with the load after the call.
+            let before = progress.load(Relaxed);
             let t0 = Instant::now();
             sync();
-            times.push(t0.elapsed());
+            let elapsed = t0.elapsed();
+            // Relaxed: as above.
+            let ran = progress.load(Relaxed) != before;
+            times.push((elapsed, ran));
         }
-        let samples = times.len();
-        let before = domain.stats();
-        let ([p50, p90, p99], slow, slow_p50) = percentiles(times, Duration::from_micros(3));
+        let stats = domain.stats();
+        let mut all: Vec<Duration> = times.iter().map(|t| t.0).collect();
         println!(
-            "synchronize/{:<30} n={samples:<7} p50 {:>7.3} us  p90 {:>7.3} us  p99 {:>7.3} us  \
-             >3us {:>5.1}% (their p50 {:>7.3} us)  (fence_mode {:?}, records {}, waits {}, \
-             membarriers {})",
+            "synchronize/{:<30} all calls:            {}  (fence_mode {:?}, records {}, \
+             waits {}, membarriers {})",
             s.name,
-            us(p50),
-            us(p90),
-            us(p99),
-            slow * 100.0,
-            us(slow_p50),
+            summary(&mut all),
             domain.fence_mode(),
-            before.records,
-            before.synchronize_waits,
-            before.heavy_barriers,
+            stats.records,
+            stats.synchronize_waits,
+            stats.heavy_barriers,
         );
+        if s.spinner {
+            for (label, ran) in [("spinner ran", true), ("spinner idle", false)] {
+                let mut part: Vec<Duration> =
+                    times.iter().filter(|t| t.1 == ran).map(|t| t.0).collect();
+                println!(
+                    "synchronize/{:<30} calls {label:<13}:  {}  ({:.1}% of calls)",
+                    s.name,
+                    summary(&mut part),
+                    100.0 * part.len() as f64 / times.len() as f64
+                );
+            }
+        }
 
         c.bench_function(&format!("synchronize/{}", s.name), |b| b.iter(sync));
 
@@ -216,11 +233,9 @@ fn main() {
         let t0 = Instant::now();
         clock.push(black_box(t0).elapsed());
     }
-    let ([p50, _, p99], _, _) = percentiles(clock, Duration::MAX);
     println!(
-        "clock overhead (Instant::now + elapsed): p50 {:.3} us  p99 {:.3} us",
-        us(p50),
-        us(p99)
+        "clock overhead (Instant::now + elapsed): {}",
+        summary(&mut clock)
     );
 
     let mut c = Criterion::default()
