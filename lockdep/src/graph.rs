@@ -3,7 +3,7 @@
 //! Semantics from the kernel's `lock_classes[]`, `locks_after`/`locks_before` lists and
 //! `zap_class()`; the storage is our own (hash maps per class, a free list of slots).
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 use std::panic::Location;
 use std::sync::Arc;
 

@@ -33,8 +33,8 @@ pub(crate) fn strong_path(
     let (target, start) = (prev.index(), next.index());
     // State = 2 * slot + (1 if the edge entering the slot ended in R).
     let state = |slot: u32, ended_r: bool| slot as usize * 2 + usize::from(ended_r);
-    let mut parent: std::collections::HashMap<usize, (usize, Step)> = Default::default();
-    let mut seen = std::collections::HashSet::new();
+    let mut parent: hashbrown::HashMap<usize, (usize, Step)> = Default::default();
+    let mut seen = hashbrown::HashSet::new();
     let mut queue = VecDeque::new();
     let s0 = state(start, new_kind.ends_recursive());
     seen.insert(s0);
@@ -76,7 +76,7 @@ pub(crate) fn strong_path(
 }
 
 fn unwind(
-    parent: &std::collections::HashMap<usize, (usize, Step)>,
+    parent: &hashbrown::HashMap<usize, (usize, Step)>,
     mut at: usize,
     root: usize,
 ) -> Vec<Step> {

@@ -5,7 +5,7 @@
 //! calls out (no handler, no user code) while holding it, so it cannot deadlock with the
 //! application's locks.
 
-use std::collections::HashSet;
+use hashbrown::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::LazyLock;
 
