@@ -1,13 +1,13 @@
 //! [`Mutex`]: `parking_lot::Mutex` with every operation fed to lockdep.
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use lockdep::{DynamicKey, LockClassKey, LockMap, Mode};
 
-use crate::dep::{sealed::Sealed, Dep, HeldGuard, Track};
+use crate::dep::{Dep, HeldGuard, Track};
+use crate::guard_impls::guard_impls;
 
 /// A mutual-exclusion lock with the API of [`parking_lot::Mutex`], whose acquisitions are
 /// checked by lockdep for lock-order cycles, recursive locking and misuse.
@@ -240,6 +240,9 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     }
 }
 
+guard_impls!(MutexGuard, mut);
+guard_impls!(MappedMutexGuard, mut);
+
 /// Holds a [`Mutex`] locked; unlocks (and tells lockdep) on drop.
 ///
 /// `!Send`: a held lock belongs to the thread that took it, so a guard cannot be moved to and
@@ -311,40 +314,6 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     }
 }
 
-impl<T: ?Sized> Deref for MutexGuard<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.inner
-    }
-}
-
-impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.inner
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for MutexGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized> Sealed for MutexGuard<'_, T> {}
-impl<T: ?Sized> HeldGuard for MutexGuard<'_, T> {
-    fn lock_map(&self) -> Option<&LockMap> {
-        self.track.map()
-    }
-}
-
 /// A [`MutexGuard`] projected onto part of the data by [`MutexGuard::map`]. `!Send`.
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MappedMutexGuard<'a, T: ?Sized> {
@@ -377,33 +346,5 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
             Ok(inner) => Ok(MappedMutexGuard { track, inner }),
             Err(inner) => Err(MappedMutexGuard { track, inner }),
         }
-    }
-}
-
-impl<T: ?Sized> Deref for MappedMutexGuard<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.inner
-    }
-}
-
-impl<T: ?Sized> DerefMut for MappedMutexGuard<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.inner
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for MappedMutexGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized> Sealed for MappedMutexGuard<'_, T> {}
-impl<T: ?Sized> HeldGuard for MappedMutexGuard<'_, T> {
-    fn lock_map(&self) -> Option<&LockMap> {
-        self.track.map()
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Only the *outermost* acquisition by a thread is a lockdep acquisition: re-locking a
 //! re-entrant mutex the thread already owns cannot block, so it is neither validated nor
-//! pushed on the held stack (the guard of such a nested lock tracks nothing).
+//! pushed on the held stack (the guard of such a nested lock tracks nothing). If the
+//! outermost guard is dropped before a nested one, lockdep stops seeing the mutex as held
+//! while the nested guard lives: no false report, but dependencies from it are missed.
 
 use std::panic::Location;
 use std::time::{Duration, Instant};
