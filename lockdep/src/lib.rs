@@ -146,5 +146,5 @@ pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Locati
 /// is reported as [`Report::HeldLockFreed`] and forgotten. [`LockMap`]'s `Drop` calls this.
 #[track_caller]
 pub fn check_no_locks_freed(addr: *const u8, len: usize) {
-    release::check_no_locks_freed(addr, len, Location::caller());
+    release::check_no_locks_freed(addr, len, Some(Location::caller()));
 }

@@ -104,7 +104,7 @@ impl LockMap {
         crate::release::check_no_locks_freed(
             self as *const LockMap as *const u8,
             std::mem::size_of::<LockMap>(),
-            Location::caller(),
+            Some(Location::caller()),
         );
         for c in &self.cache {
             // Relaxed: `&mut self` excludes other users.
@@ -144,7 +144,7 @@ impl Drop for LockMap {
         crate::release::check_no_locks_freed(
             self as *const LockMap as *const u8,
             std::mem::size_of::<LockMap>(),
-            Location::caller(),
+            None,
         );
     }
 }

@@ -70,7 +70,7 @@ fn release_problem(map: &LockMap, site: Site, pinned: bool) {
 
 /// Reports and forgets every lock this thread holds whose map lies in `[addr, addr + len)`
 /// (kernel: `debug_check_no_locks_freed()`).
-pub(crate) fn check_no_locks_freed(addr: *const u8, len: usize, site: Site) {
+pub(crate) fn check_no_locks_freed(addr: *const u8, len: usize, site: Option<Site>) {
     let (lo, hi) = (addr as usize, addr as usize + len);
     let reports = with_state(|st| {
         let mut out = Vec::new();
@@ -84,6 +84,7 @@ pub(crate) fn check_no_locks_freed(addr: *const u8, len: usize, site: Site) {
             out.push(Report::HeldLockFreed {
                 thread: thread_desc(st),
                 lock: lock_desc(&g, &h),
+                range: (lo, hi),
                 freed_at: site,
                 held: held_descs_locked(&g, st),
             });

@@ -179,8 +179,11 @@ pub enum Report {
         thread: ThreadDesc,
         /// The held lock that lives in the freed memory.
         lock: LockDesc,
-        /// Where the memory was freed or re-initialised.
-        freed_at: &'static Location<'static>,
+        /// The freed or re-initialised memory, `[start, end)`.
+        range: (usize, usize),
+        /// Where the memory was freed or re-initialised; `None` when a
+        /// [`LockMap`](crate::LockMap) was dropped (its destructor does not know its caller).
+        freed_at: Option<&'static Location<'static>>,
         /// The thread's held locks, after the freed lock was dropped from them.
         held: Vec<LockDesc>,
     },
@@ -427,15 +430,23 @@ impl fmt::Display for Report {
             Report::HeldLockFreed {
                 thread,
                 lock,
+                range,
                 freed_at,
                 held,
             } => {
                 banner(f, "WARNING: held lock freed!")?;
                 writeln!(
                     f,
-                    "{}/{} is freeing memory at {}, with a lock still held there!",
-                    thread.name, thread.id, freed_at
+                    "{}/{} is freeing memory {:#x}-{:#x}, with a lock still held there!",
+                    thread.name,
+                    thread.id,
+                    range.0,
+                    range.1.saturating_sub(1)
                 )?;
+                match freed_at {
+                    Some(site) => writeln!(f, "freed or re-initialised at: {site}")?,
+                    None => writeln!(f, "the lock map itself was dropped")?,
+                }
                 lock_line(f, lock)?;
                 writeln!(f)?;
                 held_block(f, thread, held)
