@@ -368,3 +368,33 @@ fn panic_in_critical_section_releases_everything() {
     drop(b.read());
     assert!(take().is_empty());
 }
+
+/// C14 (b) + C17: when the re-lock report panics, it does so before the thread waits; the
+/// guard still owns the mutex, is no longer on the held stack, and unlocks without an
+/// unlock-balance complaint.
+#[test]
+fn c14b_report_panic_at_wait_leaves_a_consistent_guard() {
+    let _h = start();
+    let m = Mutex::named(0, "M");
+    let b = Mutex::named(0, "B");
+    let cv = Condvar::new();
+    {
+        let _gm = m.lock();
+        let _gb = b.lock();
+    }
+    let mut gm = m.lock();
+    let gb = b.lock();
+    common::set_panicking(true);
+    expect_panic(|| {
+        cv.wait_for(&mut gm, Duration::from_millis(1));
+    });
+    common::set_panicking(false);
+    assert_eq!(cycles(&take()), 1);
+    assert!(m.is_locked(), "the guard still owns the mutex");
+    assert_eq!(held_count(), 1, "only B is on the held stack");
+    drop(gm);
+    drop(gb);
+    assert!(!m.is_locked());
+    assert_eq!(held_count(), 0);
+    assert!(take().is_empty(), "no unlock-balance report");
+}
