@@ -24,7 +24,7 @@ use crate::types::ClassId;
 /// Plus a subclass 0..8 chosen per acquisition. The map caches the class ids of subclasses 0
 /// and 1 (the kernel's `class_cache[]`), so a cached acquire never takes the graph lock.
 ///
-/// Size: 48 bytes on 64-bit targets. `Send + Sync`.
+/// Size: 56 bytes on 64-bit targets. `Send + Sync`.
 pub struct LockMap {
     key: KeyRef,
     name: &'static str,

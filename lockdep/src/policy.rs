@@ -22,8 +22,9 @@ pub enum Policy {
     #[default]
     Stderr,
     /// Panic with the report's text, on the thread that found the problem, before the lock
-    /// operation that caused it takes effect. A panic from a thread-exit report cannot unwind
-    /// and is caught; the report is printed instead.
+    /// operation that caused it takes effect. Where a panic cannot unwind (a thread-exit
+    /// report, or a report made while the thread is already panicking, e.g. from a guard's
+    /// drop during unwinding) the report is printed to stderr instead.
     Panic,
     /// Call the function and continue. It runs on the thread that found the problem, with no
     /// validator lock held; it may panic.
@@ -77,7 +78,8 @@ fn deliver_one(r: &Report, no_unwind: bool) {
     let policy = POLICY.read().clone();
     match policy {
         Policy::Stderr => eprintln!("{r}"),
-        Policy::Panic if no_unwind => eprintln!("{r}"),
+        // A second panic while unwinding would abort the process: print instead.
+        Policy::Panic if no_unwind || std::thread::panicking() => eprintln!("{r}"),
         Policy::Panic => panic!("lockdep: {r}"),
         Policy::Callback(h) => h(r),
     }

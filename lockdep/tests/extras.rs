@@ -227,3 +227,30 @@ fn panic_policy_message_and_stderr_policy_do_not_disable_validation() {
     assert_eq!(lockdep::stats().cycles_found, before + 1);
     assert_eq!(count_cycles(&take()), 1);
 }
+
+#[test]
+fn report_during_unwinding_is_printed_not_a_double_panic() {
+    let _h = start();
+    let a = new_lock("A");
+    struct Release(&'static LockMap);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            // A bad unlock while the thread is unwinding.
+            lockdep::release(self.0, Location::caller());
+        }
+    }
+    lockdep::set_policy(lockdep::Policy::Panic);
+    let r = std::panic::catch_unwind(|| {
+        let _r = Release(a);
+        panic!("user panic");
+    });
+    // The process did not abort, and the user's panic is the one that came out.
+    let msg = r.expect_err("the user panic propagates");
+    assert_eq!(msg.downcast_ref::<&str>(), Some(&"user panic"));
+}
+
+#[test]
+fn lock_map_size() {
+    #[cfg(target_pointer_width = "64")]
+    assert_eq!(std::mem::size_of::<LockMap>(), 56);
+}
