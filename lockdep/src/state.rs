@@ -68,11 +68,11 @@ pub(crate) fn report_cycles_once() -> bool {
 
 static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
 
-/// Whether a full stack trace (`std::backtrace::Backtrace::force_capture`) is captured for
-/// each *new* chain and stored with the dependencies it creates, then shown in cycle reports
+/// Whether a full stack trace (`std::backtrace::Backtrace::force_capture`) is captured when
+/// an acquisition records a *new* dependency, stored with it, and shown in cycle reports
 /// (default `false`: only the two `Location`s of each dependency are kept, which costs
-/// nothing). Capturing costs tens of microseconds, paid once per new chain, never on a
-/// chain-cache hit. Thread-safe.
+/// nothing). Capturing costs tens of microseconds, paid only when a dependency is new (once
+/// per acquisition), never on a chain-cache hit. Thread-safe.
 pub fn set_capture_backtraces(on: bool) {
     // Relaxed: an independent setting.
     CAPTURE_BACKTRACES.store(on, Ordering::Relaxed);

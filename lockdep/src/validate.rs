@@ -121,11 +121,8 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
         if st.cache.contains(key) || chain::global_contains(key) {
             return reports;
         }
-        // Captured before the graph lock is taken, once per new chain.
-        let trace = state::capture_backtraces()
-            .then(|| Trace(Arc::new(std::backtrace::Backtrace::force_capture())));
         let mut g = GLOBAL.lock();
-        let cacheable = validate_chain(&mut g, st, &entry, trace, &mut reports);
+        let cacheable = validate_chain(&mut g, st, &entry, &mut reports);
         if cacheable {
             chain::global_insert(key);
         }
@@ -150,7 +147,6 @@ fn validate_chain(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
-    trace: Option<Trace>,
     reports: &mut Vec<Report>,
 ) -> bool {
     if g.graph.class(next.class).is_none() {
@@ -176,7 +172,7 @@ fn validate_chain(
         reports.push(Report::MissingNestingAnnotation(same_class(g, st, h, next)));
         return false;
     }
-    check_prevs_add(g, st, next, trace, reports)
+    check_prevs_add(g, st, next, reports)
 }
 
 fn same_class(g: &Global, st: &ThreadState, held: &HeldLock, next: &HeldLock) -> SameClass {
@@ -194,9 +190,19 @@ fn check_prevs_add(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
-    trace: Option<Trace>,
     reports: &mut Vec<Report>,
 ) -> bool {
+    // The current stack, captured at most once, and only if a dependency is new (or a cycle is
+    // reported) and capture is on.
+    let mut trace: Option<Option<Trace>> = None;
+    let mut capture = || {
+        trace
+            .get_or_insert_with(|| {
+                state::capture_backtraces()
+                    .then(|| Trace(Arc::new(std::backtrace::Backtrace::force_capture())))
+            })
+            .clone()
+    };
     for prev in st.held.iter().rev() {
         if g.graph.class(prev.class).is_none() {
             // Unvalidated or zapped: like the kernel's `check == 0` entries, skipped.
@@ -207,7 +213,7 @@ fn check_prevs_add(
             if !g.graph.has_kind(prev.class, next.class, kind) {
                 if let Some(path) = search::strong_path(&g.graph, prev.class, next.class, kind) {
                     state::count_cycle();
-                    let report = circular(g, st, prev, next, kind, &path, trace);
+                    let report = circular(g, st, prev, next, kind, &path, capture());
                     let sig = signature(prev.class, &path);
                     if !state::report_cycles_once() || g.reported_cycles.insert(sig) {
                         reports.push(Report::CircularDependency(report));
@@ -221,7 +227,7 @@ fn check_prevs_add(
                     EdgeSites {
                         prev: prev.site,
                         next: next.site,
-                        trace: trace.clone(),
+                        trace: capture(),
                     },
                 );
             }
