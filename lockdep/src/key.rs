@@ -44,4 +44,7 @@ pub(crate) enum KeyRef {
     /// A [`DynamicKey`](crate::DynamicKey): its node address plus a serial number that is never
     /// reused, so a new key at a reused address is a different key.
     Dynamic { addr: usize, serial: u64 },
+    /// Tracked on the held stack but never validated (the kernel's
+    /// `lockdep_set_novalidate_class()`).
+    NoValidate,
 }

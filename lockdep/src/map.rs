@@ -58,6 +58,15 @@ impl LockMap {
         LockMap::from_key(name, KeyRef::Site(Location::caller()))
     }
 
+    /// A map that is tracked (it is on the held stack, assertions see it, releasing it when not
+    /// held is reported) but never validated: it gets no class, no dependency into or out of
+    /// it, and no recursion check; a lock below it on the held stack orders before locks
+    /// taken above it, as if it were not there. The kernel's `lockdep_set_novalidate_class()`,
+    /// for locks whose nesting the validator cannot express.
+    pub fn novalidate(name: &'static str) -> LockMap {
+        LockMap::from_key(name, KeyRef::NoValidate)
+    }
+
     /// A map whose class is the static key `key`.
     pub fn with_key(name: &'static str, key: &'static LockClassKey) -> LockMap {
         LockMap::from_key(name, KeyRef::Static(key as *const LockClassKey as usize))

@@ -62,6 +62,9 @@ pub(crate) fn resolve_class(map: &LockMap, subclass: u8, site: Site) -> ClassId 
 
 #[cold]
 fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
+    if map.key() == KeyRef::NoValidate {
+        return ClassId::NONE;
+    }
     if subclass >= MAX_SUBCLASSES {
         misuse(KeyMisuse::InvalidSubclass, map.name(), site);
         return ClassId::NONE;

@@ -254,3 +254,40 @@ fn lock_map_size() {
     #[cfg(target_pointer_width = "64")]
     assert_eq!(std::mem::size_of::<LockMap>(), 56);
 }
+
+#[test]
+fn novalidate_locks_are_tracked_but_transparent() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    let n: &'static LockMap = Box::leak(Box::new(LockMap::novalidate("N")));
+    let n2: &'static LockMap = Box::leak(Box::new(LockMap::novalidate("N")));
+    // A, then N, then B: the dependency is A -> B, as if N were not there.
+    lock(a);
+    lock(n);
+    lock(n2); // same "class", no recursion report
+    lock(b);
+    assert_eq!(lockdep::held_count(), 4);
+    assert!(lockdep::is_held(n));
+    unlock(b);
+    unlock(n2);
+    unlock(n);
+    unlock(a);
+    assert!(take().is_empty());
+    let deps = lockdep::dependencies();
+    assert_eq!(deps.len(), 1, "{deps:?}");
+    assert_eq!((deps[0].from.as_str(), deps[0].to.as_str()), ("A", "B"));
+    // N never takes part in a cycle; B -> A still closes one.
+    lock(b);
+    lock(n);
+    unlock(n);
+    lock(a);
+    assert_eq!(count_cycles(&take()), 1);
+    unlock(a);
+    unlock(b);
+    // Releasing it when not held is still reported.
+    unlock(n);
+    assert!(matches!(
+        take().as_slice(),
+        [Report::BadUnlockBalance { .. }]
+    ));
+}
