@@ -48,7 +48,7 @@ fn ordered_random_nesting_from_many_threads_is_silent() {
                 let mut taken = Vec::new();
                 for (i, m) in maps.iter().enumerate() {
                     let r = rng.next();
-                    if r % 3 == 0 {
+                    if matches!(r % 3, 0) {
                         continue;
                     }
                     let mode = match (r >> 8) % 3 {
@@ -56,7 +56,7 @@ fn ordered_random_nesting_from_many_threads_is_silent() {
                         1 => Mode::Read,
                         _ => Mode::RecursiveRead,
                     };
-                    let try_ = (r >> 16) % 5 == 0;
+                    let try_ = matches!((r >> 16) % 5, 0);
                     lockdep::acquire(m, 0, mode, try_, None, Location::caller());
                     taken.push(i);
                 }
