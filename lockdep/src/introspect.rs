@@ -125,6 +125,16 @@ pub fn dot() -> String {
     s
 }
 
+/// Test hook: runs `f` while holding the validator's graph lock, so a test can show that an
+/// operation (a chain-cache hit, a release) completes without it. `f` must not call into the
+/// validator's slow paths (class creation, new chains, key register/unregister, reports),
+/// which would wait for the lock forever.
+#[doc(hidden)]
+pub fn with_graph_lock_held<R>(f: impl FnOnce() -> R) -> R {
+    let _g = GLOBAL.lock();
+    f()
+}
+
 /// Resets the validator to a clean state, for tests (the kernel selftest's `reset_locks()`):
 /// zaps every class with its dependencies, empties the chain cache and the sets of
 /// already-reported cycles and key misuses, and clears *this thread's* held stack and chain

@@ -81,7 +81,9 @@ pub use annotate::{
     is_held, pin, set_held_mode, unpin, PseudoGuard, PseudoLock,
 };
 pub use class::MAX_CLASSES;
-pub use introspect::{dependencies, dot, reset, stats, DependencyInfo, Stats};
+pub use introspect::{
+    dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
+};
 pub use key::LockClassKey;
 pub use keys::{DynamicKey, KEY_BUCKETS};
 pub use map::LockMap;

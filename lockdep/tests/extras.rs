@@ -291,3 +291,63 @@ fn novalidate_locks_are_tracked_but_transparent() {
         [Report::BadUnlockBalance { .. }]
     ));
 }
+
+/// A chain-cache hit takes no global lock: with the graph lock held by another thread, a
+/// known chain is acquired and released, both by the thread that validated it (per-thread
+/// cache) and by a fresh thread (global lock-free table). Every wait is bounded, so a hit that
+/// needed the lock fails the test instead of hanging it.
+#[test]
+fn chain_cache_hit_takes_no_global_lock() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    let pair = move || {
+        lock(a);
+        lock(b);
+        unlock(b);
+        unlock(a);
+    };
+    // The validating thread: validates the chains, then repeats them on request.
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (ok_tx, ok_rx) = mpsc::channel();
+    let (warm_tx, warm_rx) = mpsc::channel();
+    let ok_tx2 = ok_tx.clone();
+    let validating = std::thread::spawn(move || {
+        pair();
+        warm_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        pair();
+        ok_tx.send("validating thread").unwrap();
+    });
+    warm_rx.recv().unwrap();
+    let (held_tx, held_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        lockdep::with_graph_lock_held(|| {
+            held_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        })
+    });
+    held_rx.recv().unwrap();
+    // The graph lock is held now.
+    go_tx.send(()).unwrap();
+    let fresh = std::thread::spawn(move || {
+        pair();
+        ok_tx2.send("fresh thread").unwrap();
+    });
+    let mut got: Vec<&str> = (0..2)
+        .map(|_| {
+            ok_rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a chain-cache hit waited for the graph lock")
+        })
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, ["fresh thread", "validating thread"]);
+    done_tx.send(()).unwrap();
+    holder.join().unwrap();
+    validating.join().unwrap();
+    fresh.join().unwrap();
+    assert!(take().is_empty());
+}
