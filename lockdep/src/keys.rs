@@ -108,7 +108,8 @@ pub(crate) fn is_registered(addr: usize, serial: u64) -> bool {
 /// leaves nothing behind in the graph, and a new key at the same address starts clean.
 ///
 /// Misuse is reported, never a crash: using a key that is not registered, registering twice,
-/// unregistering an unknown key, and unregistering while this thread holds a lock of the key.
+/// unregistering an unknown key, and unregistering while this thread holds a lock of the key
+/// (other threads' held locks are not visible; their entries simply become unvalidated).
 ///
 /// Thread-safety: `Send + Sync`; register and unregister take the graph lock and unregister
 /// waits (`hazptr` synchronize) only for lookups in the key's own bucket.

@@ -48,6 +48,29 @@
 //! - **Each distinct cycle is reported once**, the offending dependency is not recorded, and the
 //!   validator never turns itself off.
 //!
+//! # Dynamic keys and hazard pointers
+//!
+//! [`DynamicKey`]s live in a fixed table of buckets. A lookup ("is this key registered?",
+//! made when a lock map of the key needs its class) protects the bucket head with a `hazptr`
+//! hazard pointer and walks the bucket without a lock. Unregister unlinks the key under the
+//! graph lock, zaps its classes, and then waits (`hazptr` synchronize) only for lookups in that
+//! one bucket, after which the key's memory is freed.
+//!
+//! # Limits
+//!
+//! - At most [`MAX_CLASSES`] live classes; beyond that, new classes are reported once
+//!   ([`Report::CapacityExhausted`]) and their locks are tracked without validation until
+//!   classes are freed (keys unregistered, or [`reset`]).
+//! - The held-lock depth limit ([`set_max_depth`]) is reported once per thread; deeper locks
+//!   are still tracked and validated.
+//! - The global chain cache is a fixed table; when full it is flushed (counted in
+//!   [`Stats::chain_cache_flushes`]), which only costs re-validation.
+//! - Held locks are per thread: "unregister while held" and "held lock freed" see only the
+//!   calling thread's locks. A lock map must not move while it is held (guards that borrow the
+//!   lock guarantee this).
+//! - Lock–join and lock–condvar-notify deadlocks are found only through annotations
+//!   ([`PseudoLock`]).
+//!
 //! # Tests
 //!
 //! [`reset`] returns the validator to a clean state; set a [`Policy::Callback`] to collect
