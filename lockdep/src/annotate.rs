@@ -107,6 +107,7 @@ pub fn pin(map: &LockMap) {
     let ok = with_state(|st| match st.find(map.instance()) {
         Some(i) => {
             st.held[i].pin_count += 1;
+            st.pins += 1;
             true
         }
         None => false,
@@ -122,6 +123,7 @@ pub fn unpin(map: &LockMap) {
     let ok = with_state(|st| match st.find(map.instance()) {
         Some(i) if st.held[i].pin_count > 0 => {
             st.held[i].pin_count -= 1;
+            st.pins -= 1;
             true
         }
         _ => false,

@@ -32,6 +32,9 @@ pub(crate) struct ThreadState {
     pub cache: LocalCache,
     /// Set once the depth limit was reported for this thread (reported once, never silent).
     pub depth_reported: bool,
+    /// Sum of the held entries' pin counts, so a release need not read the entry when nothing
+    /// is pinned (the usual case).
+    pub pins: u32,
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
@@ -45,6 +48,7 @@ impl ThreadState {
             held: Vec::new(),
             cache: LocalCache::new(),
             depth_reported: false,
+            pins: 0,
             identity: OnceCell::new(),
         }
     }
@@ -79,6 +83,18 @@ impl ThreadState {
         self.held.push(h);
     }
 
+    /// Clears entry `i`'s pin count and returns it; reads the entry only if something is
+    /// pinned.
+    #[inline]
+    pub fn take_pins(&mut self, i: usize) -> u32 {
+        if self.pins == 0 {
+            return 0;
+        }
+        let p = std::mem::take(&mut self.held[i].pin_count);
+        self.pins -= p;
+        p
+    }
+
     /// Changes the mode of entry `i` and recomputes the chain keys from it up.
     pub fn set_mode(&mut self, i: usize, mode: Mode) {
         self.held[i].mode = mode;
@@ -101,6 +117,7 @@ impl ThreadState {
     /// re-acquires them in `__lock_release()`; we do not re-validate, because every
     /// dependency among the remaining locks is already implied by the graph).
     pub fn remove(&mut self, i: usize) -> HeldLock {
+        self.take_pins(i);
         let h = self.held.remove(i);
         self.rekey(i);
         h

@@ -154,6 +154,7 @@ pub fn reset() {
     }
     with_state(|st| {
         st.held.clear();
+        st.pins = 0;
         st.cache.clear();
         st.depth_reported = false;
     });
