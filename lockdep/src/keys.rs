@@ -167,6 +167,14 @@ impl DynamicKey {
         }
     }
 
+    /// A weak reference to this key, valid to check after the key is gone.
+    pub fn handle(&self) -> KeyHandle {
+        KeyHandle {
+            addr: self.node.as_ptr() as usize,
+            serial: self.node().serial,
+        }
+    }
+
     /// The key's name.
     pub fn name(&self) -> &str {
         &self.node().name
@@ -284,6 +292,23 @@ impl Drop for DynamicKey {
         // hazard-pointer reader can still be on it (synchronize returned), and `self` is the
         // only owner.
         drop(unsafe { Box::from_raw(self.node.as_ptr()) });
+    }
+}
+
+/// A weak reference to a [`DynamicKey`]: its identity (address and serial) without a borrow.
+/// It can be checked at any time, also after the key was dropped and its memory reused, and
+/// then simply says "not registered". `Copy`, `Send`, `Sync`; what lock maps store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyHandle {
+    addr: usize,
+    serial: u64,
+}
+
+impl KeyHandle {
+    /// Is the key still registered? Lock-free: a hazard pointer on the key's bucket protects
+    /// the walk; the key's own memory is never touched.
+    pub fn is_registered(self) -> bool {
+        is_registered(self.addr, self.serial)
     }
 }
 

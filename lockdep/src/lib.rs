@@ -108,7 +108,7 @@ pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
 };
 pub use key::LockClassKey;
-pub use keys::{DynamicKey, KEY_BUCKETS};
+pub use keys::{DynamicKey, KeyHandle, KEY_BUCKETS};
 pub use map::LockMap;
 pub use policy::{set_policy, Handler, Policy};
 pub use report::{

@@ -6,10 +6,10 @@ mod common;
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Barrier};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
 
 use common::*;
-use lockdep::{DynamicKey, LockMap, Mode};
+use lockdep::{DynamicKey, KeyHandle, LockMap, Mode};
 
 #[test]
 fn lookups_race_register_and_unregister() {
@@ -17,40 +17,57 @@ fn lookups_race_register_and_unregister() {
     const READERS: usize = 2;
     const CHURNERS: usize = 2;
     const CHURN: usize = 1500;
+    const SLOTS: usize = 64;
     let outer: &'static LockMap = Box::leak(Box::new(LockMap::new("outer")));
-    // Long-lived keys spread over many buckets, so churned keys share buckets with them.
+    // Long-lived keys, which must always be found.
     let stable: Arc<Vec<DynamicKey>> = Arc::new(
-        (0..1024)
+        (0..256)
             .map(|i| DynamicKey::new(&format!("stable{i}")))
             .collect(),
     );
+    // Handles of churned keys, published while the keys live (and left behind after they
+    // die): readers walk exactly the buckets where nodes are being unlinked and freed.
+    let published: Arc<Mutex<Vec<KeyHandle>>> =
+        Arc::new(Mutex::new(vec![stable[0].handle(); SLOTS]));
     let baseline = lockdep::stats();
     let stop = Arc::new(AtomicBool::new(false));
     let start_line = Arc::new(Barrier::new(READERS + CHURNERS));
     let mut readers = Vec::new();
     for _ in 0..READERS {
-        let (stable, stop, start_line) = (stable.clone(), stop.clone(), start_line.clone());
+        let (stable, published, stop, start_line) = (
+            stable.clone(),
+            published.clone(),
+            stop.clone(),
+            start_line.clone(),
+        );
         readers.push(std::thread::spawn(move || {
             start_line.wait();
-            let mut lookups = 0u64;
+            let (mut lookups, mut found) = (0u64, 0u64);
             // Relaxed: a stop flag; the join provides the synchronization that matters.
             while !stop.load(Ordering::Relaxed) {
                 for k in stable.iter() {
                     assert!(k.is_registered(), "a stable key vanished");
+                }
+                let handles = published.lock().unwrap().clone();
+                for h in handles {
+                    // Any answer is fine; the walk must not touch freed memory (the freed
+                    // nodes are poisoned and every walk checks the poison).
+                    found += u64::from(h.is_registered());
                     lookups += 1;
                 }
             }
-            lookups
+            (lookups, found)
         }));
     }
     let mut churners = Vec::new();
     for t in 0..CHURNERS {
-        let start_line = start_line.clone();
+        let (start_line, published) = (start_line.clone(), published.clone());
         churners.push(std::thread::spawn(move || {
             start_line.wait();
             for i in 0..CHURN {
                 let key = DynamicKey::new(&format!("churn{t}.{i}"));
                 assert!(key.is_registered());
+                published.lock().unwrap()[(t * 31 + i) % SLOTS] = key.handle();
                 let map = Box::new(LockMap::with_dynamic_key("churned", &key));
                 // outer -> churned: a dependency that must die with the key.
                 lockdep::acquire(outer, 0, Mode::Exclusive, false, None, Location::caller());
@@ -58,7 +75,9 @@ fn lookups_race_register_and_unregister() {
                 lockdep::release(&map, Location::caller());
                 lockdep::release(outer, Location::caller());
                 drop(map);
+                let h = key.handle();
                 drop(key);
+                assert!(!h.is_registered());
             }
         }));
     }
@@ -67,8 +86,11 @@ fn lookups_race_register_and_unregister() {
     }
     // Relaxed: see the readers' loop.
     stop.store(true, Ordering::Relaxed);
-    let lookups: u64 = readers.into_iter().map(|r| r.join().expect("reader")).sum();
-    assert!(lookups >= 1024 * READERS as u64);
+    let lookups: u64 = readers
+        .into_iter()
+        .map(|r| r.join().expect("reader").0)
+        .sum();
+    assert!(lookups >= SLOTS as u64 * READERS as u64);
     let after = lockdep::stats();
     assert_eq!(
         after.keys, baseline.keys,
