@@ -16,6 +16,8 @@
 //! | a blocking lock that gave up (timeout, error) | [`release`]`(map, site)` |
 //! | unlock (guard drop) | [`release`]`(map, site)`, in any order |
 //! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking |
+//! | write guard downgraded to read | [`set_held_mode`]`(map, Mode::Read)` |
+//! | a lock the validator must not check | [`LockMap::novalidate`] |
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
 //!
 //! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
