@@ -35,6 +35,9 @@ pub(crate) struct ThreadState {
     /// Sum of the held entries' pin counts, so a release need not read the entry when nothing
     /// is pinned (the usual case).
     pub pins: u32,
+    /// Number of held entries taken under a nest_lock. They do not count against the depth
+    /// limit (the kernel folds them into one entry).
+    pub nested: u32,
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
@@ -49,6 +52,7 @@ impl ThreadState {
             cache: LocalCache::new(),
             depth_reported: false,
             pins: 0,
+            nested: 0,
             identity: OnceCell::new(),
         }
     }
@@ -80,13 +84,44 @@ impl ThreadState {
     /// Pushes an entry, computing its chain key from the current top.
     pub fn push(&mut self, mut h: HeldLock) {
         h.chain_key = chain::mix(self.top_key(), h.class, h.mode, h.trylock, h.nest_lock != 0);
+        self.nested += u32::from(h.nest_lock != 0);
         self.held.push(h);
+    }
+
+    /// The depth that counts against the limit: held entries not covered by a nest_lock.
+    #[inline]
+    pub fn depth(&self) -> usize {
+        self.held.len() - self.nested as usize
+    }
+
+    /// Bookkeeping for entry `i` leaving the stack; returns its pin count.
+    #[inline]
+    fn leave(&mut self, i: usize) -> u32 {
+        let pins = self.take_pins(i);
+        if self.nested > 0 && self.held[i].nest_lock != 0 {
+            self.nested -= 1;
+        }
+        pins
+    }
+
+    /// Drops entry `i` (a release); returns the pin count it had.
+    #[inline]
+    pub fn release_at(&mut self, i: usize) -> u32 {
+        let pins = self.leave(i);
+        if i + 1 == self.held.len() {
+            // The usual LIFO case: no chain keys to recompute.
+            self.held.pop();
+        } else {
+            self.held.remove(i);
+            self.rekey(i);
+        }
+        pins
     }
 
     /// Clears entry `i`'s pin count and returns it; reads the entry only if something is
     /// pinned.
     #[inline]
-    pub fn take_pins(&mut self, i: usize) -> u32 {
+    fn take_pins(&mut self, i: usize) -> u32 {
         if self.pins == 0 {
             return 0;
         }
@@ -117,7 +152,7 @@ impl ThreadState {
     /// re-acquires them in `__lock_release()`; we do not re-validate, because every
     /// dependency among the remaining locks is already implied by the graph).
     pub fn remove(&mut self, i: usize) -> HeldLock {
-        self.take_pins(i);
+        self.leave(i);
         let h = self.held.remove(i);
         self.rekey(i);
         h

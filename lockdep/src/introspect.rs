@@ -155,6 +155,7 @@ pub fn reset() {
     with_state(|st| {
         st.held.clear();
         st.pins = 0;
+        st.nested = 0;
         st.cache.clear();
         st.depth_reported = false;
     });

@@ -22,13 +22,7 @@ pub(crate) fn release(map: &LockMap, site: Site) {
         let Some(i) = st.find(instance) else {
             return Some(false);
         };
-        let pinned = st.take_pins(i) > 0;
-        if i + 1 == st.held.len() {
-            // The usual LIFO case: no chain keys to recompute.
-            st.held.pop();
-        } else {
-            st.remove(i);
-        }
+        let pinned = st.release_at(i) > 0;
         pinned.then_some(true)
     });
     if let Some(Some(pinned)) = problem {

@@ -41,7 +41,7 @@ pub(crate) fn acquire(
         if nest != 0 && st.find(nest).is_none() {
             return false;
         }
-        if st.held.len() >= state::max_depth() && !st.depth_reported {
+        if nest == 0 && st.depth() >= state::max_depth() && !st.depth_reported {
             return false;
         }
         let key = chain::mix(st.top_key(), class, mode, trylock, nest != 0);
@@ -66,6 +66,7 @@ pub(crate) fn acquire(
             chain_key: key,
             pin_count: 0,
         });
+        st.nested += u32::from(nest != 0);
         true
     });
     if done == Some(false) {
@@ -100,7 +101,7 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
             entry.nest_lock = 0;
         }
         let limit = state::max_depth();
-        if st.held.len() >= limit && !st.depth_reported {
+        if entry.nest_lock == 0 && st.depth() >= limit && !st.depth_reported {
             st.depth_reported = true;
             reports.push(Report::CapacityExhausted {
                 thread: thread_desc(st),

@@ -351,3 +351,51 @@ fn chain_cache_hit_takes_no_global_lock() {
     fresh.join().unwrap();
     assert!(take().is_empty());
 }
+
+#[test]
+fn nest_lock_covered_locks_do_not_count_against_the_depth_limit() {
+    let _h = start();
+    lockdep::set_max_depth(4);
+    let big = new_lock("Big");
+    let key: &'static LockClassKey = Box::leak(Box::new(LockClassKey::new()));
+    let nodes: Vec<&'static LockMap> = (0..10)
+        .map(|_| &*Box::leak(Box::new(LockMap::with_key("Node", key))))
+        .collect();
+    lock(big);
+    for n in &nodes {
+        lock_nest(n, big);
+    }
+    assert_eq!(lockdep::held_count(), 11);
+    // Out of order, to exercise the bookkeeping of non-LIFO release.
+    for n in nodes
+        .iter()
+        .step_by(2)
+        .chain(nodes.iter().skip(1).step_by(2))
+    {
+        unlock(n);
+    }
+    unlock(big);
+    assert!(take().is_empty());
+    // Plain nesting still hits the limit.
+    let plain: Vec<&'static LockMap> = (0..5)
+        .map(|i| {
+            let k: &'static LockClassKey = Box::leak(Box::new(LockClassKey::new()));
+            let name: &'static str = Box::leak(format!("P{i}").into_boxed_str());
+            &*Box::leak(Box::new(LockMap::with_key(name, k)))
+        })
+        .collect();
+    for p in &plain {
+        lock(p);
+    }
+    for p in plain.iter().rev() {
+        unlock(p);
+    }
+    assert!(matches!(
+        take().as_slice(),
+        [Report::CapacityExhausted {
+            what: Capacity::HeldLocks,
+            ..
+        }]
+    ));
+    lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
+}
