@@ -99,6 +99,27 @@ pub fn set_held_mode(map: &LockMap, mode: Mode) {
     }
 }
 
+/// Moves a held lock to another subclass of its key without releasing it (the kernel's
+/// `lock_set_subclass()`, used when a nesting level changes while a lock stays held, as in
+/// the scheduler's `double_lock_balance()`). Later acquisitions depend on the new class.
+/// Reports [`AssertKind::NotHeld`] if this thread does not hold `map`; an invalid subclass is
+/// reported like on acquire. The graph lock is taken only if the subclass's class is new.
+#[track_caller]
+pub fn set_held_subclass(map: &LockMap, subclass: u8) {
+    let site = Location::caller();
+    let class = crate::resolve::resolve_class(map, subclass, site);
+    let ok = with_state(|st| match st.find(map.instance()) {
+        Some(i) => {
+            st.set_class(i, class, subclass);
+            true
+        }
+        None => false,
+    });
+    if ok == Some(false) {
+        fail(AssertKind::NotHeld, map.name(), site);
+    }
+}
+
 /// Pins a held lock: releasing it before [`unpin`] is reported
 /// ([`AssertKind::ReleasedWhilePinned`]); kernel `lockdep_pin_lock()`. Pinning a lock that
 /// is not held reports [`AssertKind::NotHeld`].

@@ -130,6 +130,13 @@ impl ThreadState {
         p
     }
 
+    /// Changes the class (and subclass) of entry `i` and recomputes the chain keys from it up.
+    pub fn set_class(&mut self, i: usize, class: ClassId, subclass: u8) {
+        self.held[i].class = class;
+        self.held[i].subclass = subclass;
+        self.rekey(i);
+    }
+
     /// Changes the mode of entry `i` and recomputes the chain keys from it up.
     pub fn set_mode(&mut self, i: usize, mode: Mode) {
         self.held[i].mode = mode;

@@ -103,7 +103,7 @@ use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, held_count, held_locks,
-    is_held, pin, set_held_mode, unpin, PseudoGuard, PseudoLock,
+    is_held, pin, set_held_mode, set_held_subclass, unpin, PseudoGuard, PseudoLock,
 };
 pub use class::MAX_CLASSES;
 pub use introspect::{

@@ -399,3 +399,30 @@ fn nest_lock_covered_locks_do_not_count_against_the_depth_limit() {
     ));
     lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
 }
+
+#[test]
+fn set_held_subclass_changes_later_dependencies() {
+    let _h = start();
+    let key: &'static LockClassKey = Box::leak(Box::new(LockClassKey::new()));
+    let rq1: &'static LockMap = Box::leak(Box::new(LockMap::with_key("rq", key)));
+    let rq2: &'static LockMap = Box::leak(Box::new(LockMap::with_key("rq", key)));
+    // rq1 held at subclass 1, then moved to subclass 0; rq2 taken at subclass 1 after it.
+    lock_nested(rq1, 1);
+    lockdep::set_held_subclass(rq1, 0);
+    lock_nested(rq2, 1);
+    unlock(rq2);
+    unlock(rq1);
+    assert!(take().is_empty());
+    let deps = lockdep::dependencies();
+    assert_eq!(deps.len(), 1, "{deps:?}");
+    assert_eq!((deps[0].from.as_str(), deps[0].to.as_str()), ("rq", "rq/1"));
+    // Not held: reported.
+    lockdep::set_held_subclass(rq1, 1);
+    assert!(matches!(
+        take().as_slice(),
+        [Report::AssertionFailed {
+            kind: lockdep::AssertKind::NotHeld,
+            ..
+        }]
+    ));
+}
