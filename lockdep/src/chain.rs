@@ -24,11 +24,12 @@ static TABLE: [AtomicU64; CHAIN_TABLE_SLOTS] = [const { AtomicU64::new(0) }; CHA
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 static FLUSHES: AtomicUsize = AtomicUsize::new(0);
 
-fn finalize(mut z: u64) -> u64 {
-    // splitmix64 finalizer: a good avalanche for the incremental mix.
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// The "folded multiply" of wyhash/foldhash: the 128-bit product's halves xor-ed together.
+/// One multiply of latency, and every output bit depends on every input bit.
+#[inline]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
 }
 
 /// Extends chain key `prev` (0 for the empty stack) with one held lock. Never returns 0.
@@ -39,7 +40,10 @@ fn finalize(mut z: u64) -> u64 {
 #[inline]
 pub(crate) fn mix(prev: u64, class: ClassId, mode: Mode, trylock: bool, nested: bool) -> u64 {
     let tag = mode.code() | (u64::from(trylock) << 2) | (u64::from(nested) << 3);
-    let k = finalize(prev.rotate_left(23) ^ class.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ tag);
+    // The class and tag are spread by one multiply (off the critical path: they do not depend
+    // on `prev`), then folded with `prev` by one more.
+    let entry = fold_mul(class.0 ^ (tag << 56), 0x9e37_79b9_7f4a_7c15);
+    let k = fold_mul(prev.rotate_left(23) ^ entry, 0xa076_1d64_78bd_642f);
     if k == 0 {
         1
     } else {
