@@ -228,7 +228,11 @@ fn raw_ops() -> impl Strategy<Value = Vec<RawOp>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    // 200 cases by default; PROPTEST_CASES overrides (e.g. for a long run).
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn validator_agrees_with_brute_force_oracle(threads in prop::collection::vec(raw_ops(), 1..4)) {
