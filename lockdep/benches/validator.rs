@@ -169,5 +169,65 @@ fn new_dependency(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, nested_pair, two_threads_private, new_dependency);
+/// A new dependency `X -> head` in front of a recorded chain of `N` classes: the cycle check
+/// (BFS here, a Pearce–Kelly reorder in tracing-mutex) walks the whole chain. The anchors'
+/// "new edge against the order" case.
+fn new_edge_against_long_chain(c: &mut Criterion) {
+    const N: usize = 1000;
+    let mut g = c.benchmark_group("new_edge_before_1000_chain");
+    g.sample_size(20);
+    lockdep::reset();
+    let keys: Vec<DynamicKey> = (0..N).map(|_| DynamicKey::new("chain")).collect();
+    let maps: Vec<LockMap> = keys
+        .iter()
+        .map(|k| LockMap::with_dynamic_key("chain", k))
+        .collect();
+    let site = Location::caller();
+    for w in maps.windows(2) {
+        lockdep::acquire(&w[0], 0, Mode::Exclusive, false, None, site);
+        lockdep::acquire(&w[1], 0, Mode::Exclusive, false, None, site);
+        lockdep::release(&w[1], site);
+        lockdep::release(&w[0], site);
+    }
+    g.bench_function("lockdep", |bench| {
+        bench.iter(|| {
+            let key = DynamicKey::new("x");
+            let x = LockMap::with_dynamic_key("x", &key);
+            lockdep::acquire(&x, 0, Mode::Exclusive, false, None, site);
+            lockdep::acquire(&maps[0], 0, Mode::Exclusive, false, None, site);
+            lockdep::release(&maps[0], site);
+            lockdep::release(&x, site);
+            drop(x);
+            drop(key);
+        })
+    });
+    let chain: Vec<tracing_mutex::parkinglot::tracing::Mutex<u64>> = (0..N)
+        .map(|_| tracing_mutex::parkinglot::tracing::Mutex::new(0))
+        .collect();
+    for w in chain.windows(2) {
+        let a = w[0].lock();
+        drop(w[1].lock());
+        drop(a);
+    }
+    g.bench_function("tracing_mutex", |bench| {
+        bench.iter(|| {
+            let x = tracing_mutex::parkinglot::tracing::Mutex::new(0u64);
+            let gx = x.lock();
+            drop(chain[0].lock());
+            drop(gx);
+            drop(x);
+        })
+    });
+    g.finish();
+    drop(maps);
+    drop(keys);
+}
+
+criterion_group!(
+    benches,
+    nested_pair,
+    two_threads_private,
+    new_dependency,
+    new_edge_against_long_chain
+);
 criterion_main!(benches);

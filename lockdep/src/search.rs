@@ -31,6 +31,13 @@ pub(crate) fn strong_path(
     new_kind: DepKind,
 ) -> Option<Vec<Step>> {
     let (target, start) = (prev.index(), next.index());
+    // O(1) exits: nothing depends on `prev` (e.g. a class seen for the first time), or `next`
+    // depends on nothing, so no path next ->* prev can exist.
+    let no_way_in = !matches!(graph.slot(target), Some(c) if !c.before.is_empty());
+    let no_way_out = !matches!(graph.slot(start), Some(c) if !c.after.is_empty());
+    if no_way_in || no_way_out {
+        return None;
+    }
     // State = 2 * slot + (1 if the edge entering the slot ended in R).
     let state = |slot: u32, ended_r: bool| slot as usize * 2 + usize::from(ended_r);
     let mut parent: hashbrown::HashMap<usize, (usize, Step)> = Default::default();
