@@ -40,11 +40,10 @@ pub(crate) fn strong_path(
     }
     // State = 2 * slot + (1 if the edge entering the slot ended in R).
     let state = |slot: u32, ended_r: bool| slot as usize * 2 + usize::from(ended_r);
+    // Every visited state except the root, with the state and step it was reached from.
     let mut parent: hashbrown::HashMap<usize, (usize, Step)> = Default::default();
-    let mut seen = hashbrown::HashSet::new();
     let mut queue = VecDeque::new();
     let s0 = state(start, new_kind.ends_recursive());
-    seen.insert(s0);
     queue.push_back((start, new_kind.ends_recursive()));
     while let Some((slot, ended_r)) = queue.pop_front() {
         let here = state(slot, ended_r);
@@ -62,18 +61,18 @@ pub(crate) fn strong_path(
                     continue;
                 }
                 let s = state(to, kind.ends_recursive());
-                if seen.insert(s) {
-                    parent.insert(
-                        s,
-                        (
-                            here,
-                            Step {
-                                from: slot,
-                                to,
-                                kind,
-                            },
-                        ),
-                    );
+                if s == s0 {
+                    continue;
+                }
+                if let hashbrown::hash_map::Entry::Vacant(v) = parent.entry(s) {
+                    v.insert((
+                        here,
+                        Step {
+                            from: slot,
+                            to,
+                            kind,
+                        },
+                    ));
                     queue.push_back((to, kind.ends_recursive()));
                 }
             }
