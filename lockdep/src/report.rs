@@ -262,6 +262,9 @@ impl Report {
     }
 }
 
+/// A report is an error value too, so a callback can hand it to error-reporting code.
+impl std::error::Error for Report {}
+
 fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
     let n = title.len();
     writeln!(f)?;
