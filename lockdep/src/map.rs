@@ -67,6 +67,19 @@ impl LockMap {
         LockMap::from_key(name, KeyRef::NoValidate)
     }
 
+    /// A map that is its own class (opt-in per-instance mode, like tracing-mutex or Abseil):
+    /// only this lock instance belongs to it, and dropping the map removes its classes and
+    /// their dependencies, so a lock created later (even at the same address) starts clean.
+    /// Costs one graph-lock acquisition when the map is dropped. Use it for locks whose
+    /// instances have no common order; classes (the default) catch more, because one
+    /// observed order then covers every instance.
+    pub fn per_instance(name: &'static str) -> LockMap {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        // Relaxed: a unique number is all that is needed.
+        let serial = NEXT.fetch_add(1, Ordering::Relaxed);
+        LockMap::from_key(name, KeyRef::Instance(serial))
+    }
+
     /// A map whose class is the static key `key`.
     pub fn with_key(name: &'static str, key: &'static LockClassKey) -> LockMap {
         LockMap::from_key(name, KeyRef::Static(key as *const LockClassKey as usize))
@@ -155,5 +168,8 @@ impl Drop for LockMap {
             std::mem::size_of::<LockMap>(),
             None,
         );
+        if let KeyRef::Instance(_) = self.key {
+            crate::state::GLOBAL.lock().graph.zap_key(self.key);
+        }
     }
 }

@@ -426,3 +426,41 @@ fn set_held_subclass_changes_later_dependencies() {
         }]
     ));
 }
+
+#[test]
+fn per_instance_maps_leave_nothing_behind() {
+    let _h = start();
+    let m1 = new_lock("M1");
+    let baseline = lockdep::stats();
+    for i in 0..2 {
+        let m2 = Box::new(LockMap::per_instance("M2"));
+        if i == 0 {
+            lock(m1);
+            lock(&m2);
+        } else {
+            // Would close M1 -> M2 -> M1 if the new instance inherited the old one's class.
+            lock(&m2);
+            lock(m1);
+        }
+        lockdep::release(m1, Location::caller());
+        lockdep::release(&m2, Location::caller());
+        drop(m2);
+    }
+    assert!(take().is_empty());
+    let after = lockdep::stats();
+    assert_eq!(after.classes, baseline.classes + 1); // M1 only
+    assert_eq!(after.dependencies, 0);
+    // Two live instances are two classes: nesting them needs no annotation, and their order
+    // is checked.
+    let (p, q) = (LockMap::per_instance("P"), LockMap::per_instance("Q"));
+    lock(&p);
+    lock(&q);
+    unlock(&q);
+    unlock(&p);
+    assert!(take().is_empty());
+    lock(&q);
+    lock(&p);
+    assert_eq!(count_cycles(&take()), 1);
+    unlock(&p);
+    unlock(&q);
+}
