@@ -33,8 +33,9 @@
 //! # Rules (from the kernel)
 //!
 //! - **Classes**: a lock's class comes from its construction site (default), a static
-//!   [`LockClassKey`] or a [`DynamicKey`], plus the subclass. The graph is over classes, so
-//!   AB/BA between *different* instances of two classes is found.
+//!   [`LockClassKey`], a [`DynamicKey`], or the instance itself ([`LockMap::per_instance`],
+//!   opt-in), plus the subclass. The graph is over classes, so AB/BA between *different*
+//!   instances of two classes is found.
 //! - **Dependencies**: acquiring `next` adds `prev -> next` for the top held lock and for every
 //!   trylock directly above the first non-trylock (`check_prevs_add()`). A trylock acquisition
 //!   gets no dependency into itself but, once held, gives dependencies to later acquisitions.
