@@ -21,14 +21,16 @@ use crate::types::ClassId;
 /// - a static [`LockClassKey`] ([`LockMap::with_key`], the kernel's `lockdep_set_class()`);
 /// - a [`DynamicKey`] ([`LockMap::with_dynamic_key`]).
 ///
-/// Plus a subclass 0..8 chosen per acquisition. The map caches the class ids of subclasses 0
-/// and 1 (the kernel's `class_cache[]`), so a cached acquire never takes the graph lock.
+/// Plus a subclass 0..8 chosen per acquisition. The map caches two class ids, subclass 0 and
+/// the last other subclass used (the kernel's `class_cache[]`), so a cached acquire never
+/// takes the graph lock; a map used alternately at two non-zero subclasses looks its class up
+/// under the graph lock.
 ///
 /// Size: 56 bytes on 64-bit targets. `Send + Sync`.
 pub struct LockMap {
     key: KeyRef,
     name: &'static str,
-    /// Class ids of subclasses 0 and 1, or 0.
+    /// Class ids: subclass 0, and the last other subclass used (see `cached`), or 0.
     cache: [AtomicU64; 2],
 }
 
@@ -143,23 +145,36 @@ impl LockMap {
         self as *const LockMap as usize
     }
 
+    /// The cached class id for `subclass`, or [`ClassId::NONE`]. Slot 0 caches subclass 0;
+    /// slot 1 caches the most recently used other subclass, tagged with it in bits 16..20 of
+    /// the id (class indexes are below 2^16), like the kernel's two `class_cache` entries.
     #[inline]
     pub(crate) fn cached(&self, subclass: u8) -> ClassId {
-        match self.cache.get(subclass as usize) {
-            // Relaxed: the value is a self-validating class id (checked against the class
-            // generation table before use).
-            Some(c) => ClassId(c.load(Ordering::Relaxed)),
-            None => ClassId::NONE,
+        // Relaxed (both loads): the value is a self-validating class id (checked against the
+        // class generation table before use).
+        if subclass == 0 {
+            return ClassId(self.cache[0].load(Ordering::Relaxed));
+        }
+        let raw = self.cache[1].load(Ordering::Relaxed);
+        if (raw >> 16) & 0xf == u64::from(subclass) {
+            ClassId(raw & !(0xf << 16))
+        } else {
+            ClassId::NONE
         }
     }
 
     pub(crate) fn set_cached(&self, subclass: u8, id: ClassId) {
-        if let Some(c) = self.cache.get(subclass as usize) {
-            // Relaxed: see `cached`.
-            c.store(id.0, Ordering::Relaxed);
+        // Relaxed (both stores): see `cached`.
+        if subclass == 0 {
+            self.cache[0].store(id.0, Ordering::Relaxed);
+        } else {
+            self.cache[1].store(id.0 | (u64::from(subclass) << 16), Ordering::Relaxed);
         }
     }
 }
+
+// The subclass tag in `LockMap::cached` needs class indexes below 2^16.
+const _: () = assert!(crate::class::MAX_CLASSES <= 1 << 16);
 
 impl Drop for LockMap {
     fn drop(&mut self) {
