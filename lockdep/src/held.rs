@@ -60,10 +60,15 @@ impl ThreadState {
     /// This thread's validator number (unique, never reused) and name.
     pub fn identity(&self) -> &(u64, String) {
         self.identity.get_or_init(|| {
-            let name = std::thread::current()
-                .name()
-                .unwrap_or("<unnamed>")
-                .to_owned();
+            // `thread::current()` may panic while the thread's locals are being destroyed
+            // (a report at thread exit); fall back to a placeholder name then.
+            let name = std::panic::catch_unwind(|| {
+                std::thread::current()
+                    .name()
+                    .unwrap_or("<unnamed>")
+                    .to_owned()
+            })
+            .unwrap_or_else(|_| "<exiting>".to_owned());
             // Relaxed: a unique number is all that is needed.
             (NEXT_TID.fetch_add(1, Ordering::Relaxed), name)
         })
