@@ -32,12 +32,13 @@ pub fn is_held(map: &LockMap) -> bool {
     with_state(|st| st.find(map.instance()).is_some()).unwrap_or(false)
 }
 
-/// The number of locks this thread holds, pseudo-locks included.
+/// The number of locks this thread holds, pseudo-locks and unvalidated locks included (the
+/// same entries [`held_locks`] lists and [`is_held`] searches). Thread-local, no lock taken.
 pub fn held_count() -> usize {
     with_state(|st| st.held.len()).unwrap_or(0)
 }
 
-/// This thread's held locks, bottom first (takes the graph lock for class names).
+/// This thread's held locks, bottom first. Takes the graph lock briefly for class names.
 pub fn held_locks() -> Vec<LockDesc> {
     with_state(|st| held_descs(st)).unwrap_or_default()
 }
@@ -161,6 +162,8 @@ pub fn unpin(map: &LockMap) {
 /// The side that *does the work* runs inside [`enter`](Self::enter); the side that *waits for
 /// it* calls [`wait`](Self::wait). Holding lock A while waiting, when the work takes A, is
 /// then reported as the cycle A → pseudo → A.
+///
+/// `Send + Sync`; its guards are `!Send` (a held lock belongs to a thread).
 ///
 /// ```
 /// let join = lockdep::PseudoLock::new("worker-join");
