@@ -143,14 +143,24 @@ fn unregister_waits_only_for_readers_of_its_own_bucket() {
         waits_before,
         "Y's synchronize found a blocking slot"
     );
-    // Unregistering X does wait for that reader: start it, see it enter synchronize, then
-    // release the reader; its synchronize must have waited.
-    let calls_before = hazptr::Domain::global().stats().synchronize_calls;
+    // Unregistering X does wait for that reader: start it, see its synchronize find the
+    // parked reader's slot (hazptr counts a wait, or polls the blocking slot), then release
+    // the reader. Bounded, so a synchronize that never sees the reader fails the test.
+    let before = hazptr::Domain::global().stats();
     let x_thread = {
         let x = x.clone();
         std::thread::spawn(move || x.unregister())
     };
-    while hazptr::Domain::global().stats().synchronize_calls == calls_before {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let s = hazptr::Domain::global().stats();
+        if s.synchronize_waits > before.synchronize_waits || s.slot_polls > before.slot_polls {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "unregister of X never waited for the reader parked in X's bucket"
+        );
         std::thread::yield_now();
     }
     release_tx.send(()).unwrap();
