@@ -29,6 +29,9 @@ pub(crate) struct HeldLock {
 /// Everything the validator keeps per thread.
 pub(crate) struct ThreadState {
     pub held: Vec<HeldLock>,
+    /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
+    /// acquire does not have to load it through the stack.
+    pub top: u64,
     pub cache: LocalCache,
     /// Set once the depth limit was reported for this thread (reported once, never silent).
     pub depth_reported: bool,
@@ -49,6 +52,7 @@ impl ThreadState {
     const fn new() -> ThreadState {
         ThreadState {
             held: Vec::new(),
+            top: 0,
             cache: LocalCache::new(),
             depth_reported: false,
             pins: 0,
@@ -77,7 +81,7 @@ impl ThreadState {
     /// The chain key of the current stack (0 when empty).
     #[inline]
     pub fn top_key(&self) -> u64 {
-        self.held.last().map_or(0, |h| h.chain_key)
+        self.top
     }
 
     /// Index of the topmost entry for this instance.
@@ -90,6 +94,7 @@ impl ThreadState {
     pub fn push(&mut self, mut h: HeldLock) {
         h.chain_key = chain::mix(self.top_key(), h.class, h.mode, h.trylock, h.nest_lock != 0);
         self.nested += u32::from(h.nest_lock != 0);
+        self.top = h.chain_key;
         self.held.push(h);
     }
 
@@ -116,6 +121,7 @@ impl ThreadState {
         if i + 1 == self.held.len() {
             // The usual LIFO case: no chain keys to recompute.
             self.held.pop();
+            self.top = self.held.last().map_or(0, |h| h.chain_key);
         } else {
             self.held.remove(i);
             self.rekey(i);
@@ -158,6 +164,7 @@ impl ThreadState {
             key = chain::mix(key, e.class, e.mode, e.trylock, e.nest_lock != 0);
             e.chain_key = key;
         }
+        self.top = key;
     }
 
     /// Removes entry `i` and recomputes the chain keys of the entries above it (the kernel

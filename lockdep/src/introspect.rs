@@ -154,6 +154,7 @@ pub fn reset() {
     }
     with_state(|st| {
         st.held.clear();
+        st.top = 0;
         st.pins = 0;
         st.nested = 0;
         st.cache.clear();

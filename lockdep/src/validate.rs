@@ -67,6 +67,7 @@ pub(crate) fn acquire(
             pin_count: 0,
         });
         st.nested += u32::from(nest != 0);
+        st.top = key;
         true
     });
     if done == Some(false) {
