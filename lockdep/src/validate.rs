@@ -44,10 +44,12 @@ pub(crate) fn acquire(
         if nest == 0 && st.depth() >= state::max_depth() && !st.depth_reported {
             return false;
         }
-        let key = chain::mix(st.top_key(), class, mode, trylock, nest != 0);
+        let top = st.top_key();
+        let key = chain::mix(top, class, mode, trylock, nest != 0);
         // A trylock is held but adds no dependency and is not validated (kernel:
-        // `validate_chain()` is skipped for trylocks); an unvalidated lock neither.
-        if !trylock && !class.is_none() && !st.cache.contains(key) {
+        // `validate_chain()` is skipped for trylocks); an unvalidated lock neither; and a
+        // lock taken with nothing held has nothing to be checked against (a chain head).
+        if !trylock && !class.is_none() && top != 0 && !st.cache.contains(key) {
             if !chain::global_contains(key) {
                 return false;
             }
