@@ -6,11 +6,13 @@
 //! reader a little longer, never shorter, because a real waiter's address always hits.
 
 /// Two hash probes into 256 bits: with 16 waiters about 1.4% of unrelated addresses hit.
+#[cfg(not(loom))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Bloom {
     bits: [u64; 4],
 }
 
+#[cfg(not(loom))]
 impl Bloom {
     #[inline]
     fn probes(addr: usize) -> [usize; 2] {
@@ -39,7 +41,37 @@ impl Bloom {
     }
 }
 
-#[cfg(test)]
+/// Under loom, addresses differ between iterations, so hashed bits would make the model
+/// nondeterministic: an exact set stands in, and `saturate` (the `saturated_filter` fault
+/// knob) makes every address hit, the worst case of false positives.
+#[cfg(loom)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bloom {
+    addrs: Vec<usize>,
+    saturated: bool,
+}
+
+#[cfg(loom)]
+impl Bloom {
+    pub(crate) fn insert(&mut self, addr: usize) {
+        self.addrs.push(addr);
+    }
+
+    pub(crate) fn may_contain(&self, addr: usize) -> bool {
+        self.saturated || self.addrs.contains(&addr)
+    }
+
+    pub(crate) fn merge(&mut self, other: &Bloom) {
+        self.addrs.extend_from_slice(&other.addrs);
+        self.saturated |= other.saturated;
+    }
+
+    pub(crate) fn saturate(&mut self) {
+        self.saturated = true;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::Bloom;
 

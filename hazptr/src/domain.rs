@@ -9,8 +9,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::fence::{self, FenceMode};
 use crate::guard::{Guard, Holder};
-use crate::primitive::{AtomicPtr, AtomicUsize};
+use crate::primitive::{AtomicPtr, AtomicUsize, Mutex};
 use crate::registry::Registry;
+use crate::retire::Retired;
 use crate::scan::{Blocker, Target};
 use crate::shared::SharedScan;
 use crate::slot::wildcard;
@@ -42,8 +43,12 @@ pub struct Faults {
     /// The combiner waits only for its own address instead of the batch's filter, so the
     /// other waiters of the batch are released early.
     pub combiner_checks_own_only: bool,
-    /// Batch completion wakes one waiter instead of all of them.
-    pub notify_one_only: bool,
+    /// A waiter takes any wake-up as the completion of its own batch, without checking
+    /// which batch completed, so the completion of an earlier batch releases it early.
+    pub wake_without_recheck: bool,
+    /// Every address hits the batch's filter (maximal Bloom false positives): a false
+    /// positive may only delay a batch, never release a waiter early or hang it.
+    pub saturated_filter: bool,
 }
 
 /// Why [`Domain::synchronize`] refused to wait.
@@ -98,6 +103,8 @@ pub struct Domain {
     pub(crate) barrier_seq: CachePadded<AtomicUsize>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) shared: SharedScan,
+    /// Objects retired and not yet freed (see `retire.rs`).
+    pub(crate) retired: Mutex<Vec<Retired>>,
     pub(crate) counters: CachePadded<Counters>,
 }
 
@@ -133,6 +140,7 @@ impl Domain {
             barrier_seq: CachePadded::new(AtomicUsize::new(0)),
             registry: Arc::new(Registry::new()),
             shared: SharedScan::new(),
+            retired: Mutex::new(Vec::new()),
             counters: CachePadded::new(Counters::default()),
         }
     }
@@ -140,10 +148,9 @@ impl Domain {
     /// A domain with test-only faults injected (loom models only).
     #[cfg(loom)]
     pub fn with_faults(faults: Faults) -> Domain {
-        Domain {
-            faults,
-            ..Domain::new(FenceMode::Symmetric)
-        }
+        let mut domain = Domain::new(FenceMode::Symmetric);
+        domain.faults = faults;
+        domain
     }
 
     /// The process-wide default domain, [`FenceMode::Symmetric`], created on first use.
@@ -320,16 +327,6 @@ impl Domain {
 
     #[cfg(not(loom))]
     pub(crate) fn combiner_checks_own_only(&self) -> bool {
-        false
-    }
-
-    #[cfg(loom)]
-    pub(crate) fn notify_one_only(&self) -> bool {
-        self.faults.notify_one_only
-    }
-
-    #[cfg(not(loom))]
-    pub(crate) fn notify_one_only(&self) -> bool {
         false
     }
 

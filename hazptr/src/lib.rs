@@ -114,6 +114,7 @@ mod guard;
 mod local;
 mod primitive;
 mod registry;
+mod retire;
 mod scan;
 mod shared;
 mod slot;

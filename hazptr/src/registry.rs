@@ -16,7 +16,11 @@ use crate::primitive::{AtomicBool, AtomicPtr, AtomicUsize};
 use crate::slot::Slot;
 
 /// Primary slots per thread record, as in the kernel's `NR_HAZPTR_PERCPU_SLOTS`.
+#[cfg(not(loom))]
 pub const PRIMARY_SLOTS: usize = 4;
+/// Under loom, two primary slots keep the models' state space small.
+#[cfg(loom)]
+pub const PRIMARY_SLOTS: usize = 2;
 
 /// One thread's primary slots. The four slots fill the first 64-byte line; the
 /// owner-private bookkeeping sits in the second line, so scanners never share a line with
@@ -150,7 +154,7 @@ impl Registry {
             }
         }
         let record = Box::into_raw(Box::new(Record {
-            slots: [Slot::new(), Slot::new(), Slot::new(), Slot::new()],
+            slots: std::array::from_fn(|_| Slot::new()),
             used: AtomicUsize::new(0),
             active: AtomicBool::new(true),
             next: ptr::null(),

@@ -236,6 +236,34 @@ impl Domain {
         }
     }
 
+    /// Every non-zero value in any slot, reading primary slots and then the overflow
+    /// list; a wildcard older than `generation` is waited for until it narrows to an
+    /// address (recorded) or its protection ends.
+    pub(crate) fn protected_values(&self, generation: usize) -> Vec<usize> {
+        self.counters.scan_passes.fetch_add(1, Relaxed);
+        let mut values = Vec::new();
+        let mut read = |slot: &Slot| {
+            let first = slot.observe();
+            let mut now = first;
+            let mut backoff = Backoff::new();
+            while now.value & 1 == 1 && (now.value >> 1) < generation && now.seq == first.seq {
+                backoff.wait();
+                self.counters.slot_polls.fetch_add(1, Relaxed);
+                now = slot.observe();
+            }
+            if now.value != 0 && now.value & 1 == 0 {
+                values.push(now.value);
+            }
+        };
+        for record in self.registry.records() {
+            record.slots.iter().for_each(&mut read);
+        }
+        for backup in self.registry.backups() {
+            read(&backup.slot);
+        }
+        values
+    }
+
     fn scan_overflow_first(&self) -> bool {
         #[cfg(loom)]
         return self.faults.overflow_first;

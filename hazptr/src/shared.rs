@@ -74,6 +74,10 @@ impl SharedScan {
                 return;
             }
             batches = self.done.wait(batches).unwrap_or_else(|e| e.into_inner());
+            #[cfg(loom)]
+            if domain.faults.wake_without_recheck {
+                return;
+            }
         }
     }
 
@@ -98,7 +102,12 @@ impl SharedScan {
         };
         // Close the batch before the flip: every waiter in it unpublished (and issued its
         // own barrier) before joining, which the lock orders before our barrier and flip.
-        let filter = mem::take(&mut batches.open);
+        #[allow(unused_mut)] // mutated under loom only
+        let mut filter = mem::take(&mut batches.open);
+        #[cfg(loom)]
+        if domain.faults.saturated_filter {
+            filter.saturate();
+        }
         let cycle = batches.open_cycle;
         batches.open_cycle += 1;
         drop(batches);
@@ -142,12 +151,8 @@ impl SharedScan {
         }
         batches.combining = false;
         drop(batches);
-        if domain.notify_one_only() {
-            self.done.notify_one();
-        } else {
-            // Every waiter of the batch wakes exactly once to see it complete; waiters of
-            // the next batch wake to elect its combiner.
-            self.done.notify_all();
-        }
+        // Every sleeping waiter wakes: those of this batch return (each exactly once, on
+        // seeing `completed` cover its cycle); those of the next batch elect its combiner.
+        self.done.notify_all();
     }
 }

@@ -19,6 +19,8 @@ pub(crate) struct Counters {
     pub(crate) self_scan_returns: AtomicU64,
     pub(crate) shared_batches: AtomicU64,
     pub(crate) combiner_handoffs: AtomicU64,
+    pub(crate) retired: AtomicU64,
+    pub(crate) reclaimed: AtomicU64,
 }
 
 impl Counters {
@@ -34,6 +36,8 @@ impl Counters {
             self_scan_returns: self.self_scan_returns.load(Relaxed),
             shared_batches: self.shared_batches.load(Relaxed),
             combiner_handoffs: self.combiner_handoffs.load(Relaxed),
+            retired: self.retired.load(Relaxed),
+            reclaimed: self.reclaimed.load(Relaxed),
             records: registry.record_count.load(Relaxed) as u64,
             backup_slots: registry.backup_count.load(Relaxed) as u64,
         }
@@ -68,6 +72,10 @@ pub struct Stats {
     /// Times a combiner handed an unfinished batch to the next combiner (see
     /// [`crate::Domain::synchronize`]).
     pub combiner_handoffs: u64,
+    /// Objects retired (see [`crate::Domain::retire`]).
+    pub retired: u64,
+    /// Retired objects freed. `retired - reclaimed` are still waiting (unreclaimed).
+    pub reclaimed: u64,
     /// Thread records ever allocated (peak concurrent threads).
     pub records: u64,
     /// Backup slots ever allocated (peak concurrent overflowing guards).
