@@ -253,3 +253,43 @@ impl Drop for PseudoGuard<'_> {
         crate::release(&self.lock.map, Location::caller());
     }
 }
+
+/// A held lock in transit from one thread to another (a guard sent to another thread, an
+/// unlock done by a different thread than the lock). Created by [`detach`]; `Send`.
+#[must_use = "attach it on the thread that now holds the lock"]
+#[derive(Debug)]
+pub struct DetachedLock {
+    entry: crate::held::HeldLock,
+}
+
+/// Removes a held lock from this thread's held stack without a report, so that another
+/// thread can [`DetachedLock::attach`] it (for guards that move between threads, which the
+/// kernel's per-task model has no counterpart for). Returns `None` and reports
+/// [`AssertKind::NotHeld`] if this thread does not hold `map`. No lock taken.
+#[track_caller]
+pub fn detach(map: &LockMap) -> Option<DetachedLock> {
+    let entry = with_state(|st| {
+        let i = st.find(map.instance())?;
+        Some(st.remove(i))
+    })
+    .flatten();
+    if entry.is_none() {
+        fail(AssertKind::NotHeld, map.name(), Location::caller());
+    }
+    entry.map(|entry| DetachedLock { entry })
+}
+
+impl DetachedLock {
+    /// Puts the lock on the current thread's held stack. It did not wait for anything on
+    /// this thread, so it gets no dependency into it (like a trylock), but later acquisitions
+    /// here depend on it, and it must be released here. No lock taken.
+    #[track_caller]
+    pub fn attach(self) {
+        let mut e = self.entry;
+        e.trylock = true;
+        e.nest_lock = 0;
+        e.pin_count = 0;
+        e.site = Location::caller();
+        with_state(|st| st.push(e));
+    }
+}

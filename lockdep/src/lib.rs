@@ -18,6 +18,7 @@
 //! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking |
 //! | write guard downgraded to read | [`set_held_mode`]`(map, Mode::Read)` |
 //! | a lock the validator must not check | [`LockMap::novalidate`] |
+//! | a guard moved to another thread | [`detach`] on the old thread, [`DetachedLock::attach`] on the new one |
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
 //!
 //! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
@@ -103,8 +104,9 @@ mod validate;
 use std::panic::Location;
 
 pub use annotate::{
-    assert_held, assert_held_mode, assert_none_held, assert_not_held, held_count, held_locks,
-    is_held, pin, set_held_mode, set_held_subclass, unpin, PseudoGuard, PseudoLock,
+    assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
+    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock, PseudoGuard,
+    PseudoLock,
 };
 pub use class::MAX_CLASSES;
 pub use introspect::{

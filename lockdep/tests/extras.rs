@@ -464,3 +464,38 @@ fn per_instance_maps_leave_nothing_behind() {
     unlock(&p);
     unlock(&q);
 }
+
+#[test]
+fn a_lock_handed_to_another_thread_is_released_there_without_reports() {
+    let _h = start();
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    lock(a);
+    let moved = lockdep::detach(a).expect("A is held");
+    assert_eq!(lockdep::held_count(), 0);
+    let t = std::thread::spawn(move || {
+        moved.attach();
+        assert!(lockdep::is_held(a));
+        // Later acquisitions here depend on it.
+        lock(b);
+        unlock(b);
+        unlock(a);
+        lockdep::held_count()
+    });
+    assert_eq!(t.join().unwrap(), 0);
+    // Back on the first thread, A is free: taking it again is no recursion.
+    lock(a);
+    unlock(a);
+    assert!(take().is_empty());
+    let deps = lockdep::dependencies();
+    assert_eq!(deps.len(), 1, "{deps:?}");
+    assert_eq!((deps[0].from.as_str(), deps[0].to.as_str()), ("A", "B"));
+    // Detaching a lock that is not held is reported.
+    assert!(lockdep::detach(a).is_none());
+    assert!(matches!(
+        take().as_slice(),
+        [Report::AssertionFailed {
+            kind: lockdep::AssertKind::NotHeld,
+            ..
+        }]
+    ));
+}
