@@ -1,0 +1,50 @@
+//! `hazptr-torture CONFIG... [--duration S]`: the hazptrtorture analogue. Prints one
+//! summary line per configuration and exits 1 if any invariant was violated.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use integration_tests::torture::{run, Config};
+
+#[derive(Parser)]
+#[command(about = "Stress hazptr (and lockdep's dynamic keys) and check invariants")]
+struct Args {
+    /// Configurations: READERS0 READERS4 SLOWPATH ASYMMETRIC LOCKDEP SWEEP<n> (2..=256), or ALL.
+    #[arg(required = true)]
+    configs: Vec<String>,
+    /// Seconds per configuration.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 3600.0) {
+        eprintln!("hazptr-torture: --duration must be between 0 and 3600 seconds");
+        return ExitCode::from(2);
+    }
+    let mut configs = Vec::new();
+    for name in &args.configs {
+        if name == "ALL" {
+            configs.extend(Config::all());
+        } else if let Some(c) = Config::named(name) {
+            configs.push(c);
+        } else {
+            eprintln!("hazptr-torture: unknown configuration {name:?} (try --help)");
+            return ExitCode::from(2);
+        }
+    }
+    let mut failed = 0;
+    for config in &configs {
+        let summary = run(config, Duration::from_secs_f64(args.duration));
+        println!("{summary}");
+        failed += usize::from(!summary.passed());
+    }
+    println!("{} passed, {} failed", configs.len() - failed, failed);
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
