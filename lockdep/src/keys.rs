@@ -19,9 +19,8 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use hazptr::Domain;
-
 use crate::key::KeyRef;
+use crate::keysync;
 use crate::report::KeyMisuse;
 use crate::state::GLOBAL;
 
@@ -61,6 +60,12 @@ pub(crate) fn bucket_index(addr: usize) -> usize {
         / std::mem::size_of::<AtomicPtr<KeyNode>>()
 }
 
+/// The head of bucket `index` (0..[`KEY_BUCKETS`]), the address hazard pointers protect.
+/// Returned untyped: only its address matters to hazard pointers.
+pub(crate) fn bucket_head(index: usize) -> *const u64 {
+    &BUCKETS[index] as *const AtomicPtr<KeyNode> as *const u64
+}
+
 /// Walks the bucket of `addr` looking for the node `addr` with this serial. The caller either
 /// holds a hazard pointer on the bucket head or holds the graph lock.
 fn walk(addr: usize, serial: u64) -> bool {
@@ -93,10 +98,12 @@ fn walk(addr: usize, serial: u64) -> bool {
 
 /// Is the dynamic key `(addr, serial)` registered? Lock-free: a hazard pointer on the bucket
 /// head protects the walk (the kernel's `is_dynamic_key()`).
+///
+/// The read section comes from the strategy in force ([`crate::set_key_table_sync`]); by
+/// default a hazard pointer on the bucket head.
 pub(crate) fn is_registered(addr: usize, serial: u64) -> bool {
     let head = bucket(addr);
-    let _guard = Domain::global().protect_addr(head as *const AtomicPtr<KeyNode>);
-    walk(addr, serial)
+    keysync::read_section(bucket_index(addr), head, || walk(addr, serial))
 }
 
 /// A lock class key created at run time (the kernel's dynamically allocated
@@ -192,9 +199,8 @@ impl DynamicKey {
     /// itself: `hazptr` detects that and the validator panics.
     #[doc(hidden)]
     pub fn with_bucket_protected<R>(&self, f: impl FnOnce() -> R) -> R {
-        let head = bucket(self.node.as_ptr() as usize);
-        let _guard = Domain::global().protect_addr(head as *const AtomicPtr<KeyNode>);
-        f()
+        let addr = self.node.as_ptr() as usize;
+        keysync::read_section(bucket_index(addr), bucket(addr), f)
     }
 
     /// Is the key registered? Lock-free (hazard pointer on the key's bucket).
@@ -243,7 +249,10 @@ impl DynamicKey {
             crate::resolve::misuse(KeyMisuse::UnregisterWhileHeld, &self.node().name, site);
         }
         let head = bucket(addr);
-        {
+        // Unlink under the graph lock, then (graph lock dropped) wait for lookups that were
+        // walking this bucket, with the strategy in force (default: hazptr synchronize on
+        // the bucket head).
+        keysync::unlink_and_wait(bucket_index(addr), head, || {
             let mut g = GLOBAL.lock();
             // Find the link that points at our node.
             let mut link: &AtomicPtr<KeyNode> = head;
@@ -255,7 +264,7 @@ impl DynamicKey {
                     if report_unknown {
                         crate::resolve::misuse(KeyMisuse::UnknownKey, &self.node().name, site);
                     }
-                    return;
+                    return false;
                 }
                 if p == self.node.as_ptr() {
                     break;
@@ -271,14 +280,8 @@ impl DynamicKey {
             link.store(after, Ordering::Release);
             g.keys -= 1;
             g.graph.zap_key(key);
-        }
-        // Wait for readers that were walking this bucket. We never hold a hazard pointer here,
-        // so `SelfProtected` would be a validator bug.
-        let r = Domain::global().synchronize(head as *const AtomicPtr<KeyNode>);
-        assert!(
-            r.is_ok(),
-            "lockdep: unregister inside a key lookup (validator bug)"
-        );
+            true
+        });
     }
 }
 

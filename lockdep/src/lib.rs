@@ -58,7 +58,8 @@
 //! made when a lock map of the key needs its class) protects the bucket head with a `hazptr`
 //! hazard pointer and walks the bucket without a lock. Unregister unlinks the key under the
 //! graph lock, zaps its classes, and then waits (`hazptr` synchronize) only for lookups in that
-//! one bucket, after which the key's memory is freed.
+//! one bucket, after which the key's memory is freed. For comparisons, [`set_key_table_sync`]
+//! swaps both sides for `synchronize_direct` or a user strategy ([`KeySyncStrategy`]).
 //!
 //! # Limits
 //!
@@ -91,6 +92,7 @@ mod held;
 mod introspect;
 mod key;
 mod keys;
+mod keysync;
 mod map;
 mod policy;
 mod release;
@@ -114,6 +116,7 @@ pub use introspect::{
 };
 pub use key::LockClassKey;
 pub use keys::{DynamicKey, KeyHandle, KEY_BUCKETS};
+pub use keysync::{key_table_sync, set_key_table_sync, KeySyncStrategy, KeyTableSync};
 pub use map::LockMap;
 pub use policy::{set_policy, Handler, Policy};
 pub use report::{
