@@ -1,0 +1,292 @@
+//! The qdisc-like churn workload: the userspace `tc qdisc replace dev X root mq`.
+//!
+//! A device has `queues` transmit queues and a root "mq" qdisc owning one child qdisc per
+//! queue. Every qdisc has a lock whose lock class comes from its own [`DynamicKey`], as the
+//! kernel's qdiscs register a lockdep key per qdisc. A replace builds a new tree (registering
+//! its keys), swaps it in, waits until no traffic thread still holds the old tree, and tears
+//! it down: the locks are destroyed and each key is unregistered, which unlinks it, zaps its
+//! classes and waits for the lookups in its bucket (the measured unregister latency).
+//!
+//! Traffic threads transmit "packets" on every device: take the root lock (read), then one
+//! queue's lock (so lockdep records root -> queue dependencies), and make one key lookup
+//! (`KeyHandle::is_registered`, the lookup lockdep makes on a class-cache miss) so that the
+//! key table's read side runs all the time, as the cover letter's background readers do. A
+//! lookup's read section covers one bucket walk in every wait mode.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use instrumented_locks::{Mutex, RwLock};
+use lockdep::{DynamicKey, KeyHandle};
+
+use crate::interrupts;
+use crate::latency::{summarize, Summary};
+use crate::modes::WaitMode;
+
+/// Workload parameters.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Transmit queues per device (child qdiscs per tree).
+    pub queues: usize,
+    /// Replaces per device.
+    pub replaces: usize,
+    /// Devices, each replaced by its own thread, in parallel.
+    pub devices: usize,
+    /// Background traffic threads.
+    pub readers: usize,
+    /// Take two queue locks in both orders once (lockdep must report it).
+    pub inject_inversion: bool,
+    /// Draw a progress line on stderr.
+    pub progress: bool,
+}
+
+/// A child qdisc: one transmit queue.
+struct Queue {
+    lock: Mutex<u64>,
+    key: KeyHandle,
+}
+
+/// A root "mq" qdisc with its children; `keys[0]` is the root's key, then one per queue.
+struct MqTree {
+    root: RwLock<u64>,
+    queues: Vec<Queue>,
+    keys: Vec<DynamicKey>,
+}
+
+impl MqTree {
+    /// Builds a tree, registering `queues + 1` keys.
+    fn build(queues: usize) -> MqTree {
+        let root_key = DynamicKey::new("mq root");
+        let root = RwLock::with_dynamic_key(0, &root_key, "mq root lock");
+        let mut keys = Vec::with_capacity(queues + 1);
+        keys.push(root_key);
+        let queues = (0..queues)
+            .map(|_| {
+                let key = DynamicKey::new("pfifo queue");
+                let q = Queue {
+                    lock: Mutex::with_dynamic_key(0, &key, "pfifo queue lock"),
+                    key: key.handle(),
+                };
+                keys.push(key);
+                q
+            })
+            .collect();
+        MqTree { root, queues, keys }
+    }
+
+    /// Destroys the locks, then unregisters every key; pushes each unregister's latency.
+    fn teardown(self, latencies_ns: &mut Vec<u64>) {
+        let MqTree { root, queues, keys } = self;
+        drop(queues);
+        drop(root);
+        for key in keys {
+            let t = Instant::now();
+            key.unregister();
+            latencies_ns.push(t.elapsed().as_nanos() as u64);
+        }
+    }
+}
+
+/// A network device: the tree in force. Traffic clones the `Arc` under the (plain,
+/// unvalidated) lock; a replace swaps it.
+struct Device {
+    current: parking_lot::RwLock<Arc<MqTree>>,
+}
+
+impl Device {
+    /// Replaces the tree and tears the old one down on this thread.
+    fn replace(&self, queues: usize, latencies_ns: &mut Vec<u64>) {
+        let new = Arc::new(MqTree::build(queues));
+        let mut old = std::mem::replace(&mut *self.current.write(), new);
+        // Traffic may still hold a clone for the packet in flight; the teardown (and so the
+        // measured unregister) happens here once we are the only owner.
+        let tree = loop {
+            match Arc::try_unwrap(old) {
+                Ok(tree) => break tree,
+                Err(shared) => {
+                    old = shared;
+                    std::thread::yield_now();
+                }
+            }
+        };
+        tree.teardown(latencies_ns);
+    }
+}
+
+/// What one run of the workload in one wait mode measured.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The wait mode.
+    pub mode: WaitMode,
+    /// Time from the first replace to the last, all devices.
+    pub wall: Duration,
+    /// Replaces completed (devices x replaces).
+    pub replaces: usize,
+    /// Key unregistrations timed.
+    pub unregisters: usize,
+    /// Unregister latency.
+    pub unregister: Summary,
+    /// Unregister latencies in ns, sorted (for the SVG).
+    pub samples_ns: Vec<u64>,
+    /// Rise of the CAL row of /proc/interrupts over the run, if readable.
+    pub ipis: Option<u64>,
+    /// Heavy barriers (membarrier calls in Asymmetric mode) of lockdep's hazptr domain.
+    pub heavy_barriers: u64,
+    /// hazptr synchronize calls that had to wait (slot protected when it began).
+    pub synchronize_waits: u64,
+    /// Lockdep reports delivered during the run.
+    pub reports: u64,
+    /// Packets sent by the traffic threads (each with one key lookup).
+    pub packets: u64,
+}
+
+impl RunResult {
+    /// Replaces per second.
+    pub fn replaces_per_s(&self) -> f64 {
+        self.replaces as f64 / self.wall.as_secs_f64()
+    }
+
+    /// Function-call IPIs per 100 replaces.
+    pub fn ipis_per_100(&self) -> Option<f64> {
+        self.ipis
+            .map(|n| n as f64 * 100.0 / self.replaces.max(1) as f64)
+    }
+}
+
+/// Counts lockdep reports (installed as the policy by [`crate::main`]'s churn command).
+pub static REPORTS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs the workload once in `mode` (installs the mode first).
+pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
+    mode.install();
+    let devices: Vec<Device> = (0..cfg.devices)
+        .map(|_| Device {
+            current: parking_lot::RwLock::new(Arc::new(MqTree::build(cfg.queues))),
+        })
+        .collect();
+    let stop = AtomicBool::new(false);
+    let done_replaces = AtomicUsize::new(0);
+    let packets = AtomicU64::new(0);
+    let inversion_pending = AtomicBool::new(cfg.inject_inversion);
+
+    let barriers_before = hazptr::Domain::global().stats();
+    // Relaxed: a statistic read while no report is being delivered by this run yet.
+    let reports_before = REPORTS.load(Ordering::Relaxed);
+    let ipis_before = interrupts::function_call_ipis();
+    let start = Instant::now();
+    let mut latencies: Vec<u64> = Vec::new();
+
+    std::thread::scope(|s| {
+        for r in 0..cfg.readers {
+            let (devices, stop, packets, inversion) =
+                (&devices, &stop, &packets, &inversion_pending);
+            std::thread::Builder::new()
+                .name(format!("traffic-{r}"))
+                .spawn_scoped(s, move || traffic(r, devices, stop, packets, inversion))
+                .expect("spawn traffic thread");
+        }
+        let replacers: Vec<_> = devices
+            .iter()
+            .enumerate()
+            .map(|(i, dev)| {
+                let done = &done_replaces;
+                std::thread::Builder::new()
+                    .name(format!("tc-dev{i}"))
+                    .spawn_scoped(s, move || {
+                        let mut lat = Vec::with_capacity(cfg.replaces * (cfg.queues + 1));
+                        for _ in 0..cfg.replaces {
+                            dev.replace(cfg.queues, &mut lat);
+                            // Relaxed: progress display only.
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                        lat
+                    })
+                    .expect("spawn replace thread")
+            })
+            .collect();
+        let total = cfg.replaces * cfg.devices;
+        if cfg.progress {
+            crate::progress::draw_until(mode.name(), &done_replaces, total, &replacers);
+        }
+        for h in replacers {
+            latencies.extend(h.join().expect("replace thread panicked"));
+        }
+        // Relaxed: a stop flag; the scope's join orders everything after it.
+        stop.store(true, Ordering::Relaxed);
+    });
+    let wall = start.elapsed();
+    let ipis_after = interrupts::function_call_ipis();
+    let barriers_after = hazptr::Domain::global().stats();
+    // Relaxed: all threads of the run are joined.
+    let reports = REPORTS.load(Ordering::Relaxed) - reports_before;
+    for dev in devices {
+        let tree = Arc::into_inner(dev.current.into_inner()).expect("traffic joined");
+        tree.teardown(&mut Vec::new());
+    }
+    let unregister = summarize(&mut latencies);
+    RunResult {
+        mode,
+        wall,
+        replaces: cfg.replaces * cfg.devices,
+        unregisters: latencies.len(),
+        unregister,
+        samples_ns: latencies,
+        ipis: ipis_before
+            .zip(ipis_after)
+            .map(|(a, b)| b.saturating_sub(a)),
+        heavy_barriers: barriers_after.heavy_barriers - barriers_before.heavy_barriers,
+        synchronize_waits: barriers_after.synchronize_waits - barriers_before.synchronize_waits,
+        reports,
+        // Relaxed: all threads of the run are joined.
+        packets: packets.load(Ordering::Relaxed),
+    }
+}
+
+/// One traffic thread: packets round-robin over devices and queues until `stop`.
+fn traffic(
+    id: usize,
+    devices: &[Device],
+    stop: &AtomicBool,
+    packets: &AtomicU64,
+    inversion: &AtomicBool,
+) {
+    let mut sent = 0u64;
+    let mut q = id;
+    // Relaxed: a stop flag; the data is protected by the locks.
+    while !stop.load(Ordering::Relaxed) {
+        for dev in devices {
+            let tree = Arc::clone(&dev.current.read());
+            q = (q + 1) % tree.queues.len();
+            let queue = &tree.queues[q];
+            {
+                let _root = tree.root.read();
+                let mut n = queue.lock.lock();
+                *n += 1;
+                // The read-side lookup of the key table, one bucket walk.
+                assert!(queue.key.is_registered(), "a live queue's key is registered");
+            }
+            sent += 1;
+            // Relaxed: only one thread wins the flag; no data is attached.
+            if tree.queues.len() >= 2 && inversion.swap(false, Ordering::Relaxed) {
+                invert(&tree);
+            }
+        }
+    }
+    // Relaxed: read after the scope joins this thread.
+    packets.fetch_add(sent, Ordering::Relaxed);
+}
+
+/// Takes queue 0 then queue 1, and later queue 1 then queue 0: an AB-BA inversion lockdep
+/// reports at the second acquisition, before anything could deadlock (only this thread
+/// takes two queue locks, so it cannot really deadlock).
+fn invert(tree: &MqTree) {
+    {
+        let _a = tree.queues[0].lock.lock();
+        let _b = tree.queues[1].lock.lock();
+    }
+    {
+        let _b = tree.queues[1].lock.lock();
+        let _a = tree.queues[0].lock.lock();
+    }
+}

@@ -1,0 +1,66 @@
+//! The design a Rust user might pick instead of hazard pointers: the key table's buckets
+//! guarded by a sharded reader-writer lock (`parking_lot`). A lookup read-locks its bucket's
+//! shard for one walk; unregister write-locks and unlocks that shard once, which waits for
+//! the lookups inside it.
+
+use lock_api::RawRwLock as _;
+
+/// Number of shards; bucket `b` belongs to shard `b % SHARDS`.
+pub const SHARDS: usize = 64;
+
+/// One shard's lock, alone on its cache line.
+#[repr(align(64))]
+struct Shard(parking_lot::RawRwLock);
+
+/// A sharded reader-writer lock as a [`lockdep::KeySyncStrategy`].
+pub struct ShardedRwLock {
+    shards: Box<[Shard]>,
+}
+
+impl ShardedRwLock {
+    /// A table with [`SHARDS`] unlocked shards.
+    pub fn new() -> ShardedRwLock {
+        ShardedRwLock {
+            shards: (0..SHARDS)
+                .map(|_| Shard(parking_lot::RawRwLock::INIT))
+                .collect(),
+        }
+    }
+}
+
+impl Default for ShardedRwLock {
+    fn default() -> Self {
+        ShardedRwLock::new()
+    }
+}
+
+impl lockdep::KeySyncStrategy for ShardedRwLock {
+    fn read_enter(&self, bucket: usize) -> usize {
+        let shard = bucket % SHARDS;
+        // Acquire semantics come with the lock (the strategy contract asks for them).
+        self.shards[shard].0.lock_shared();
+        shard
+    }
+
+    fn read_exit(&self, token: usize) {
+        // SAFETY: `token` is the shard that `read_enter` read-locked on this thread, and
+        // each section is exited exactly once (lockdep's contract for the strategy).
+        unsafe { self.shards[token].0.unlock_shared() };
+    }
+
+    fn synchronize(&self, bucket: usize) {
+        let shard = &self.shards[bucket % SHARDS].0;
+        // Taking the write side waits out every reader inside the shard.
+        shard.lock_exclusive();
+        // SAFETY: locked exclusively just above by this thread.
+        unsafe { shard.unlock_exclusive() };
+    }
+
+    fn synchronize_all(&self) {
+        for shard in self.shards.iter() {
+            shard.0.lock_exclusive();
+            // SAFETY: locked exclusively just above by this thread.
+            unsafe { shard.0.unlock_exclusive() };
+        }
+    }
+}
