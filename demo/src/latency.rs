@@ -156,9 +156,23 @@ mod histogram_tests {
 
     #[test]
     fn buckets_are_close() {
-        for v in [0u64, 1, 31, 32, 33, 100, 1_000, 12_345, 10_000_000, u64::MAX / 2] {
+        for v in [
+            0u64,
+            1,
+            31,
+            32,
+            33,
+            100,
+            1_000,
+            12_345,
+            10_000_000,
+            u64::MAX / 2,
+        ] {
             let mid = Histogram::value(Histogram::index(v));
-            assert!((mid - v as f64).abs() <= v as f64 * 0.04 + 0.5, "{v} -> {mid}");
+            assert!(
+                (mid - v as f64).abs() <= v as f64 * 0.04 + 0.5,
+                "{v} -> {mid}"
+            );
         }
         let mut h = Histogram::default();
         for v in 1..=1000u64 {

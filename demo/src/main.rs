@@ -62,6 +62,9 @@ struct ChurnArgs {
     /// Background traffic threads [default: one per core].
     #[arg(long, short = 'r', value_parser = clap::value_parser!(u32).range(0..=4096))]
     readers: Option<u32>,
+    /// Rounds: each runs every mode once (rotating the order); results add up per mode.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: u32,
     /// How key unregistration waits; omit to compare every available mode.
     #[arg(long, value_enum)]
     wait: Option<WaitMode>,
@@ -105,9 +108,7 @@ fn churn(args: ChurnArgs) -> i32 {
         eprintln!("demo: --inject-inversion needs at least 2 queues (--queues)");
         return 2;
     }
-    let readers = args
-        .readers
-        .map_or_else(interrupts::cores, |r| r as usize);
+    let readers = args.readers.map_or_else(interrupts::cores, |r| r as usize);
     if args.inject_inversion && readers == 0 {
         eprintln!("demo: --inject-inversion needs at least one traffic thread (--readers)");
         return 2;
@@ -131,23 +132,46 @@ fn churn(args: ChurnArgs) -> i32 {
             if !WaitMode::Rcu.available() {
                 notes.push(modes::rcu_unavailable_note().to_owned());
             }
-            WaitMode::ALL.into_iter().filter(|m| m.available()).collect()
+            WaitMode::ALL
+                .into_iter()
+                .filter(|m| m.available())
+                .collect()
         }
     };
-    lockdep::set_policy(lockdep::Policy::Callback(Arc::new(|r: &lockdep::Report| {
-        // Relaxed: a counter read after the run's threads are joined.
-        qdisc::REPORTS.fetch_add(1, Ordering::Relaxed);
-        println!("lockdep report (delivered at run time):\n{r}");
-    })));
-    let mut results = Vec::new();
-    for mode in modes {
-        let mut run_cfg = cfg.clone();
-        // Inject once per process, in the first mode run.
-        run_cfg.inject_inversion = cfg.inject_inversion && results.is_empty();
-        results.push(qdisc::run(&run_cfg, mode));
+    lockdep::set_policy(lockdep::Policy::Callback(Arc::new(
+        |r: &lockdep::Report| {
+            // Relaxed: a counter read after the run's threads are joined.
+            qdisc::REPORTS.fetch_add(1, Ordering::Relaxed);
+            println!("lockdep report (delivered at run time):\n{r}");
+        },
+    )));
+    // Warm-up, not measured: thread and lockdep start-up costs stay out of the first mode.
+    qdisc::run(
+        &qdisc::Config {
+            replaces: 5,
+            inject_inversion: false,
+            progress: false,
+            ..cfg.clone()
+        },
+        WaitMode::Hazptr,
+    );
+    let mut results: Vec<qdisc::RunResult> = Vec::new();
+    for round in 0..args.rounds as usize {
+        for k in 0..modes.len() {
+            let mode = modes[(k + round) % modes.len()];
+            let mut run_cfg = cfg.clone();
+            // Inject once per process, in the first measured run.
+            run_cfg.inject_inversion = cfg.inject_inversion && round == 0 && k == 0;
+            let r = qdisc::run(&run_cfg, mode);
+            match results.iter_mut().find(|x| x.mode == mode) {
+                Some(acc) => acc.merge(r),
+                None => results.push(r),
+            }
+        }
     }
+    results.sort_by_key(|r| modes.iter().position(|&m| m == r.mode));
     lockdep::set_key_table_sync(lockdep::KeyTableSync::Hazptr);
-    print!("{}", report::table(&cfg, &results));
+    print!("{}", report::table(&cfg, args.rounds, &results));
     if interrupts::function_call_ipis().is_none() {
         notes.push("CAL row of /proc/interrupts not readable: IPIs n/a".to_owned());
     }
@@ -160,7 +184,7 @@ fn churn(args: ChurnArgs) -> i32 {
     }
     let mut code = 0;
     if let Some(path) = &args.json {
-        code |= write_output(path, &report::json(&cfg, &results, &notes));
+        code |= write_output(path, &report::json(&cfg, args.rounds, &results, &notes));
     }
     if let Some(path) = &args.svg {
         code |= write_output(path, &svg::latency_svg(&results));

@@ -62,10 +62,11 @@ impl MqTree {
         let mut keys = Vec::with_capacity(queues + 1);
         keys.push(root_key);
         let queues = (0..queues)
-            .map(|_| {
-                let key = DynamicKey::new("pfifo queue");
+            .map(|i| {
+                let name = queue_lock_name(i);
+                let key = DynamicKey::new(name);
                 let q = Queue {
-                    lock: Mutex::with_dynamic_key(0, &key, "pfifo queue lock"),
+                    lock: Mutex::with_dynamic_key(0, &key, name),
                     key: key.handle(),
                 };
                 keys.push(key);
@@ -86,6 +87,17 @@ impl MqTree {
             latencies_ns.push(t.elapsed().as_nanos() as u64);
         }
     }
+}
+
+/// The lock (and key) name of queue `i`, e.g. "pfifo txq3 lock": made once per index and
+/// kept for the process (lock names are `&'static str`; at most 4096 queues).
+fn queue_lock_name(i: usize) -> &'static str {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        (0..4096)
+            .map(|i| &*Box::leak(format!("pfifo txq{i} lock").into_boxed_str()))
+            .collect()
+    })[i]
 }
 
 /// A network device: the tree in force. Traffic clones the `Arc` under the (plain,
@@ -142,6 +154,21 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Adds another run of the same mode (a later round) to this one.
+    pub fn merge(&mut self, other: RunResult) {
+        debug_assert_eq!(self.mode, other.mode);
+        self.wall += other.wall;
+        self.replaces += other.replaces;
+        self.unregisters += other.unregisters;
+        self.samples_ns.extend(other.samples_ns);
+        self.unregister = summarize(&mut self.samples_ns);
+        self.ipis = self.ipis.zip(other.ipis).map(|(a, b)| a + b);
+        self.heavy_barriers += other.heavy_barriers;
+        self.synchronize_waits += other.synchronize_waits;
+        self.reports += other.reports;
+        self.packets += other.packets;
+    }
+
     /// Replaces per second.
     pub fn replaces_per_s(&self) -> f64 {
         self.replaces as f64 / self.wall.as_secs_f64()
@@ -264,7 +291,10 @@ fn traffic(
                 let mut n = queue.lock.lock();
                 *n += 1;
                 // The read-side lookup of the key table, one bucket walk.
-                assert!(queue.key.is_registered(), "a live queue's key is registered");
+                assert!(
+                    queue.key.is_registered(),
+                    "a live queue's key is registered"
+                );
             }
             sent += 1;
             // Relaxed: only one thread wins the flag; no data is attached.

@@ -99,7 +99,9 @@ pub struct Rcu {
 impl Rcu {
     /// The strategy; check [`AVAILABLE`] first.
     pub fn new() -> Rcu {
-        assert!(AVAILABLE, "demo built without the `rcu` feature");
+        if !AVAILABLE {
+            panic!("demo built without the `rcu` feature");
+        }
         Rcu {
             fallback: parking_lot::RwLock::new(()),
         }

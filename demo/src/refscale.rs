@@ -38,7 +38,9 @@ fn measure(readers: usize, ops: u64, section: &(dyn Fn(usize) + Sync)) -> f64 {
                 })
             })
             .collect();
-        hs.into_iter().map(|h| h.join().expect("reader panicked")).sum()
+        hs.into_iter()
+            .map(|h| h.join().expect("reader panicked"))
+            .sum()
     });
     total_ns as f64 / (readers as u64 * ops) as f64
 }
@@ -46,7 +48,10 @@ fn measure(readers: usize, ops: u64, section: &(dyn Fn(usize) + Sync)) -> f64 {
 /// Runs the measurements and prints the table; returns the exit code.
 pub fn run(args: &Args) -> i32 {
     let readers = args.readers.map_or_else(interrupts::cores, |r| r as usize);
-    println!("refscale: {readers} reader thread(s), {} sections each", args.ops);
+    println!(
+        "refscale: {readers} reader thread(s), {} sections each",
+        args.ops
+    );
     println!("{:<28} {:>10}", "reader", "ns/op");
     println!("{}", "-".repeat(39));
     let objects: Vec<u64> = vec![0; 64];

@@ -10,13 +10,14 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 /// The per-mode comparison as an aligned text table.
-pub fn table(cfg: &Config, results: &[RunResult]) -> String {
+pub fn table(cfg: &Config, rounds: u32, results: &[RunResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "qdisc-churn: {} device(s) x {} replaces, {} tx queues ({} keys per tree), {} traffic threads",
+        "qdisc-churn: {} device(s) x {} replaces x {} rounds per mode, {} tx queues ({} keys per tree), {} traffic threads",
         cfg.devices,
         cfg.replaces,
+        rounds,
         cfg.queues,
         cfg.queues + 1,
         cfg.readers
@@ -88,13 +89,14 @@ fn json_opt(v: Option<f64>) -> String {
 }
 
 /// The same data as JSON.
-pub fn json(cfg: &Config, results: &[RunResult], notes: &[String]) -> String {
+pub fn json(cfg: &Config, rounds: u32, results: &[RunResult], notes: &[String]) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        "{{\n  \"workload\": {{\"devices\": {}, \"replaces\": {}, \"queues\": {}, \"keys_per_tree\": {}, \"traffic_threads\": {}, \"inject_inversion\": {}}},\n  \"modes\": [",
+        "{{\n  \"workload\": {{\"devices\": {}, \"replaces\": {}, \"rounds\": {}, \"queues\": {}, \"keys_per_tree\": {}, \"traffic_threads\": {}, \"inject_inversion\": {}}},\n  \"modes\": [",
         cfg.devices,
         cfg.replaces,
+        rounds,
         cfg.queues,
         cfg.queues + 1,
         cfg.readers,

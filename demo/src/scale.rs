@@ -229,7 +229,10 @@ pub fn run(args: &Args) -> i32 {
                 let c = run_cell(kind, nr, nw, args);
                 let s = c.hist.summary();
                 let barriers = if c.kind == Kind::SharedAsym {
-                    format!("{:.2}", c.heavy_barriers as f64 / c.sync_calls.max(1) as f64)
+                    format!(
+                        "{:.2}",
+                        c.heavy_barriers as f64 / c.sync_calls.max(1) as f64
+                    )
                 } else {
                     "-".to_owned()
                 };

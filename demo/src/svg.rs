@@ -17,7 +17,9 @@ const COLORS: [&str; 6] = [
 /// An SVG document: for each mode, the fraction of unregisters (y) that took at most x µs.
 pub fn latency_svg(results: &[RunResult]) -> String {
     let all = results.iter().flat_map(|r| r.samples_ns.iter().copied());
-    let (lo, hi) = all.fold((u64::MAX, 1u64), |(lo, hi), x| (lo.min(x.max(1)), hi.max(x)));
+    let (lo, hi) = all.fold((u64::MAX, 1u64), |(lo, hi), x| {
+        (lo.min(x.max(1)), hi.max(x))
+    });
     let lo = if lo == u64::MAX { 1 } else { lo };
     // Decades of microseconds that cover the samples.
     let dmin = ((lo as f64 / 1e3).log10().floor()).min(0.0);
