@@ -280,8 +280,9 @@ fn traffic(
 ) {
     let mut sent = 0u64;
     let mut q = id;
-    // Relaxed: a stop flag; the data is protected by the locks.
-    while !stop.load(Ordering::Relaxed) {
+    // At least one round of packets, even if the replaces finish first (so an injected
+    // inversion always happens).
+    loop {
         for dev in devices {
             let tree = Arc::clone(&dev.current.read());
             q = (q + 1) % tree.queues.len();
@@ -302,6 +303,10 @@ fn traffic(
                 invert(&tree);
             }
         }
+        // Relaxed: a stop flag; the data is protected by the locks.
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
     }
     // Relaxed: read after the scope joins this thread.
     packets.fetch_add(sent, Ordering::Relaxed);
@@ -318,5 +323,38 @@ fn invert(tree: &MqTree) {
     {
         let _b = tree.queues[1].lock.lock();
         let _a = tree.queues[0].lock.lock();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny run in every available mode: every replace unregisters its keys, nothing is
+    /// reported, and the inversion (first run only) is reported once.
+    #[test]
+    fn tiny_runs() {
+        lockdep::set_policy(lockdep::Policy::Callback(Arc::new(
+            |_: &lockdep::Report| {
+                // Relaxed: read after the run's threads are joined.
+                REPORTS.fetch_add(1, Ordering::Relaxed);
+            },
+        )));
+        let mut cfg = Config {
+            queues: 4,
+            replaces: 5,
+            devices: 2,
+            readers: 2,
+            inject_inversion: true,
+            progress: false,
+        };
+        for mode in WaitMode::ALL.into_iter().filter(|m| m.available()) {
+            let r = run(&cfg, mode);
+            assert_eq!(r.replaces, 10);
+            assert_eq!(r.unregisters, 10 * 5);
+            assert_eq!(r.reports, u64::from(cfg.inject_inversion), "{mode:?}");
+            cfg.inject_inversion = false;
+        }
+        WaitMode::Hazptr.install();
     }
 }

@@ -146,3 +146,32 @@ impl lockdep::KeySyncStrategy for Rcu {
         self.synchronize(0);
     }
 }
+
+#[cfg(all(test, feature = "rcu"))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Barrier;
+
+    /// A grace period waits for a reader that entered before it: the reader sets `done`
+    /// inside its section, so `synchronize_rcu` returning means `done` is visible.
+    #[test]
+    fn synchronize_waits_for_a_reader() {
+        let entered = Barrier::new(2);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(super::read_lock());
+                entered.wait();
+                // Keeps the section open long enough for the test to mean something.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                // Relaxed: the grace period orders it (the property under test).
+                done.store(true, Ordering::Relaxed);
+                super::read_unlock();
+            });
+            entered.wait();
+            super::synchronize_rcu();
+            // Relaxed: ordered by the grace period.
+            assert!(done.load(Ordering::Relaxed));
+        });
+    }
+}
