@@ -1,6 +1,8 @@
 //! `demo refscale`: reader-side cost, ns per protected section (protect + release, or
 //! liburcu read lock + unlock), with every reader thread running at once.
 
+use std::hint::black_box;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
@@ -20,19 +22,23 @@ pub struct Args {
     ops: u64,
 }
 
-/// Runs `section` `ops` times on each of `readers` threads at once; mean ns per section.
-fn measure(readers: usize, ops: u64, section: &(dyn Fn(usize) + Sync)) -> f64 {
+/// A reader section to time, made once per thread (so it may own per-thread state).
+type MakeSection<'a> = &'a (dyn Fn(usize) -> Box<dyn FnMut() + 'a> + Sync);
+
+/// Runs a section `ops` times on each of `readers` threads at once; mean ns per section.
+fn measure(readers: usize, ops: u64, make: MakeSection<'_>) -> f64 {
     let start = Barrier::new(readers);
     let total_ns: u128 = std::thread::scope(|s| {
         let hs: Vec<_> = (0..readers)
             .map(|r| {
                 let start = &start;
                 s.spawn(move || {
-                    section(r);
+                    let mut section = make(r);
+                    section();
                     start.wait();
                     let t = Instant::now();
                     for _ in 0..ops {
-                        section(r);
+                        section();
                     }
                     t.elapsed().as_nanos()
                 })
@@ -52,35 +58,84 @@ pub fn run(args: &Args) -> i32 {
         "refscale: {readers} reader thread(s), {} sections each",
         args.ops
     );
-    println!("{:<28} {:>10}", "reader", "ns/op");
-    println!("{}", "-".repeat(39));
+    println!("{:<40} {:>8}", "reader section", "ns/op");
+    println!("{}", "-".repeat(49));
     let objects: Vec<u64> = vec![0; 64];
-    for (name, mode) in [
-        ("hazptr protect (Symmetric)", FenceMode::Symmetric),
-        ("hazptr protect (Asymmetric)", FenceMode::Asymmetric),
+    let obj = Box::into_raw(Box::new(42u64));
+    let src = AtomicPtr::new(obj);
+    {
+        let objects = &objects;
+        let ns = measure(readers, args.ops, &|r| {
+            let addr = &objects[r % objects.len()] as *const u64;
+            Box::new(move || drop(black_box(Domain::global().protect_addr(black_box(addr)))))
+        });
+        println!(
+            "{:<40} {ns:>8.2}",
+            "hazptr protect_addr (global, lockdep's)"
+        );
+    }
+    for (fence, mode) in [
+        ("Symmetric", FenceMode::Symmetric),
+        ("Asymmetric", FenceMode::Asymmetric),
     ] {
         let domain = Domain::new(mode);
-        let label = if domain.fence_mode() == mode {
-            name.to_owned()
+        let fell_back = if domain.fence_mode() == mode {
+            ""
         } else {
-            format!("{name} [fell back]")
+            " [fell back]"
         };
+        let (domain, objects, src) = (&domain, &objects, &src);
         let ns = measure(readers, args.ops, &|r| {
-            let g = domain.protect_addr(&objects[r % objects.len()] as *const u64);
-            drop(std::hint::black_box(g));
+            let addr = &objects[r % objects.len()] as *const u64;
+            Box::new(move || drop(black_box(domain.protect_addr(black_box(addr)))))
         });
-        println!("{label:<28} {ns:>10.2}");
+        println!(
+            "{:<40} {ns:>8.2}",
+            format!("hazptr protect_addr ({fence}){fell_back}")
+        );
+        let ns = measure(readers, args.ops, &|_| {
+            Box::new(move || drop(black_box(domain.protect(black_box(src)))))
+        });
+        println!(
+            "{:<40} {ns:>8.2}",
+            format!("hazptr protect load ({fence}){fell_back}")
+        );
     }
+    let ns = measure(readers, args.ops, &|_| {
+        let mut hp = haphazard::HazardPointer::new();
+        let src = &src;
+        Box::new(move || {
+            black_box(hp.protect_ptr(black_box(src)).map(|(p, _)| p.as_ptr()));
+            hp.reset_protection();
+        })
+    });
+    println!("{:<40} {ns:>8.2}", "haphazard protect_ptr + reset");
+    let atomic = crossbeam_epoch::Atomic::new(42u64);
+    let ns = measure(readers, args.ops, &|_| {
+        let atomic = &atomic;
+        Box::new(move || {
+            let guard = crossbeam_epoch::pin();
+            // Acquire, as the hazard-pointer loads.
+            black_box(black_box(atomic).load(Ordering::Acquire, &guard).as_raw());
+        })
+    });
+    println!("{:<40} {ns:>8.2}", "crossbeam-epoch pin + load");
     if rcu::AVAILABLE {
         let ns = measure(readers, args.ops, &|_| {
-            if rcu::read_lock() {
-                rcu::read_unlock();
-            }
+            Box::new(|| {
+                if rcu::read_lock() {
+                    rcu::read_unlock();
+                }
+            })
         });
-        println!("{:<28} {ns:>10.2}", "urcu-memb read lock/unlock");
+        println!("{:<40} {ns:>8.2}", "urcu-memb read lock + unlock");
         println!("note: liburcu is called through its exported (non-inlined) functions");
     } else {
         println!("note: {}", crate::modes::rcu_unavailable_note());
     }
+    // SAFETY: every reader thread has been joined; `obj` came from Box::into_raw above.
+    drop(unsafe { Box::from_raw(obj) });
+    // SAFETY: no thread can reach the epoch-managed value any more (all readers joined).
+    drop(unsafe { atomic.into_owned() });
     0
 }
