@@ -3,7 +3,8 @@
 //! A device has `queues` transmit queues and a root "mq" qdisc owning one child qdisc per
 //! queue. Every qdisc has a lock whose lock class comes from its own [`DynamicKey`], as the
 //! kernel's qdiscs register a lockdep key per qdisc. A replace builds a new tree (registering
-//! its keys), swaps it in, waits until no traffic thread still holds the old tree, and tears
+//! its keys), swaps it in, waits (hazard pointers of a private domain) until no traffic thread still
+//! sends on the old tree, and tears
 //! it down: the locks are destroyed and each key is unregistered, which unlinks it, zaps its
 //! classes and waits for the lookups in its bucket (the measured unregister latency).
 //!
@@ -13,8 +14,10 @@
 //! key table's read side runs all the time, as the cover letter's background readers do. A
 //! lookup's read section covers one bucket walk in every wait mode.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use hazptr::{Domain, FenceMode};
 use std::time::{Duration, Instant};
 
 use instrumented_locks::{Mutex, RwLock};
@@ -100,29 +103,49 @@ fn queue_lock_name(i: usize) -> &'static str {
     })[i]
 }
 
-/// A network device: the tree in force. Traffic clones the `Arc` under the (plain,
-/// unvalidated) lock; a replace swaps it.
+/// The hazard-pointer domain that protects the devices' tree pointers (the kernel protects
+/// `dev->qdisc` with RCU). Private, so that lockdep's domain statistics count only key-table
+/// waits, and the same in every wait mode.
+fn tree_domain() -> &'static Domain {
+    static DOMAIN: OnceLock<Domain> = OnceLock::new();
+    DOMAIN.get_or_init(|| Domain::new(FenceMode::Symmetric))
+}
+
+/// A network device: the tree in force, published through an `AtomicPtr` and read under a
+/// hazard pointer, so traffic never blocks a replace and a replace never blocks traffic.
 struct Device {
-    current: parking_lot::RwLock<Arc<MqTree>>,
+    current: AtomicPtr<MqTree>,
 }
 
 impl Device {
+    fn new(queues: usize) -> Device {
+        Device {
+            current: AtomicPtr::new(Box::into_raw(Box::new(MqTree::build(queues)))),
+        }
+    }
+
     /// Replaces the tree and tears the old one down on this thread.
     fn replace(&self, queues: usize, latencies_ns: &mut Vec<u64>) {
-        let new = Arc::new(MqTree::build(queues));
-        let mut old = std::mem::replace(&mut *self.current.write(), new);
-        // Traffic may still hold a clone for the packet in flight; the teardown (and so the
-        // measured unregister) happens here once we are the only owner.
-        let tree = loop {
-            match Arc::try_unwrap(old) {
-                Ok(tree) => break tree,
-                Err(shared) => {
-                    old = shared;
-                    std::thread::yield_now();
-                }
-            }
-        };
+        let new = Box::into_raw(Box::new(MqTree::build(queues)));
+        // AcqRel: Release publishes the new tree to traffic's Acquire load in `protect`;
+        // Acquire makes the old tree's contents (built by a previous replace) ours.
+        let old = self.current.swap(new, Ordering::AcqRel);
+        // Traffic may still be sending a packet on the old tree.
+        tree_domain()
+            .synchronize(old)
+            .expect("a replacer holds no tree guard");
+        // SAFETY: `old` came from Box::into_raw, is unpublished (swapped out above), and
+        // synchronize returned, so no traffic guard still protects it; only we own it now.
+        let tree = unsafe { Box::from_raw(old) };
         tree.teardown(latencies_ns);
+    }
+
+    /// Tears down the tree in force; traffic must have stopped.
+    fn shut_down(self) {
+        let tree = self.current.into_inner();
+        // SAFETY: from Box::into_raw; every traffic thread has been joined, so nothing else
+        // can reach it.
+        unsafe { Box::from_raw(tree) }.teardown(&mut Vec::new());
     }
 }
 
@@ -187,11 +210,7 @@ pub static REPORTS: AtomicU64 = AtomicU64::new(0);
 /// Runs the workload once in `mode` (installs the mode first).
 pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
     mode.install();
-    let devices: Vec<Device> = (0..cfg.devices)
-        .map(|_| Device {
-            current: parking_lot::RwLock::new(Arc::new(MqTree::build(cfg.queues))),
-        })
-        .collect();
+    let devices: Vec<Device> = (0..cfg.devices).map(|_| Device::new(cfg.queues)).collect();
     let stop = AtomicBool::new(false);
     let done_replaces = AtomicUsize::new(0);
     let packets = AtomicU64::new(0);
@@ -248,8 +267,7 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
     // Relaxed: all threads of the run are joined.
     let reports = REPORTS.load(Ordering::Relaxed) - reports_before;
     for dev in devices {
-        let tree = Arc::into_inner(dev.current.into_inner()).expect("traffic joined");
-        tree.teardown(&mut Vec::new());
+        dev.shut_down();
     }
     let unregister = summarize(&mut latencies);
     RunResult {
@@ -284,7 +302,12 @@ fn traffic(
     // inversion always happens).
     loop {
         for dev in devices {
-            let tree = Arc::clone(&dev.current.read());
+            let guard = tree_domain()
+                .protect(&dev.current)
+                .expect("a device always has a tree");
+            // SAFETY: the guard keeps the tree from being freed: a replace unpublishes it and
+            // synchronizes on it before tearing it down.
+            let tree: &MqTree = unsafe { &*guard.as_ptr() };
             q = (q + 1) % tree.queues.len();
             let queue = &tree.queues[q];
             {
@@ -300,7 +323,7 @@ fn traffic(
             sent += 1;
             // Relaxed: only one thread wins the flag; no data is attached.
             if tree.queues.len() >= 2 && inversion.swap(false, Ordering::Relaxed) {
-                invert(&tree);
+                invert(tree);
             }
         }
         // Relaxed: a stop flag; the data is protected by the locks.
@@ -334,7 +357,7 @@ mod tests {
     /// reported, and the inversion (first run only) is reported once.
     #[test]
     fn tiny_runs() {
-        lockdep::set_policy(lockdep::Policy::Callback(Arc::new(
+        lockdep::set_policy(lockdep::Policy::Callback(std::sync::Arc::new(
             |_: &lockdep::Report| {
                 // Relaxed: read after the run's threads are joined.
                 REPORTS.fetch_add(1, Ordering::Relaxed);
