@@ -201,3 +201,29 @@ fn churn(args: ChurnArgs) -> i32 {
     }
     code
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    #[test]
+    fn cli_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bad_flags_are_errors() {
+        for args in [
+            &["demo", "qdisc-churn", "--wait", "nope"][..],
+            &["demo", "qdisc-churn", "--queues", "0"],
+            &["demo", "qdisc-churn", "--replaces", "-3"],
+            &["demo", "scale", "--duration-ms", "1"],
+            &["demo", "frobnicate"],
+        ] {
+            assert!(super::Cli::try_parse_from(args).is_err(), "{args:?}");
+        }
+        assert!(
+            super::Cli::try_parse_from(["demo", "qdisc-churn", "--wait", "hazptr-direct"]).is_ok()
+        );
+    }
+}
