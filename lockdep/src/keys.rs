@@ -13,6 +13,10 @@
 //!   graph lock, then calls `synchronize` on that one bucket head: it waits only for readers
 //!   that were inside this bucket, never for readers of other buckets. After it returns nothing
 //!   refers to the node, so the key's memory can be freed.
+//!
+//! Both sides go through `keysync` ([`crate::set_key_table_sync`]): by default exactly the
+//! above; for comparisons the wait can be `synchronize_direct`, or both sides a user strategy
+//! (a reader-writer lock, userspace RCU), always with one read section per bucket walk.
 
 use std::panic::Location;
 use std::ptr::{self, NonNull};
