@@ -65,6 +65,16 @@ pub fn read_lock() -> bool {
     panic!("demo built without the `rcu` feature")
 }
 
+/// Registers the calling thread with liburcu now (otherwise the first [`read_lock`] does).
+/// A grace period with no registered thread returns at once, so benchmarks register their
+/// synchronizing threads too, as liburcu users usually do.
+pub fn register_thread() {
+    #[cfg(feature = "rcu")]
+    REGISTRATION.with(|_| ());
+    #[cfg(not(feature = "rcu"))]
+    panic!("demo built without the `rcu` feature")
+}
+
 /// Leaves the read-side critical section entered by [`read_lock`] (which returned true).
 pub fn read_unlock() {
     #[cfg(feature = "rcu")]

@@ -6,7 +6,8 @@
 //! wait), so synchronizers, which cycle over the very same addresses, really have to wait.
 //! Each cell runs in a fresh private hazptr domain. An extra row per nreaders runs the shared
 //! scan at nw = 16 in a `FenceMode::Asymmetric` domain and reports its heavy barriers
-//! (`membarrier` calls) per synchronize.
+//! (`membarrier` calls) per synchronize. In the liburcu rows every thread, reader or
+//! synchronizer, registers with liburcu before the window opens.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -91,6 +92,9 @@ fn run_cell(kind: Kind, nreaders: usize, nw: usize, args: &Args) -> Cell {
         for r in 0..nreaders {
             let (domain, objects, go, stop, sections) = (&domain, &objects, &go, &stop, &sections);
             s.spawn(move || {
+                if kind == Kind::Rcu {
+                    rcu::register_thread();
+                }
                 // Relaxed: start/stop flags with no data attached.
                 while !go.load(Ordering::Relaxed) {
                     std::hint::spin_loop();
@@ -122,6 +126,9 @@ fn run_cell(kind: Kind, nreaders: usize, nw: usize, args: &Args) -> Cell {
                 let (domain, objects, go, stop) = (&domain, &objects, &go, &stop);
                 s.spawn(move || {
                     let mut h = Histogram::default();
+                    if kind == Kind::Rcu {
+                        rcu::register_thread();
+                    }
                     // Relaxed: start/stop flags with no data attached.
                     while !go.load(Ordering::Relaxed) {
                         std::hint::spin_loop();
