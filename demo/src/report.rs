@@ -39,7 +39,7 @@ pub fn table(cfg: &Config, rounds: u32, results: &[RunResult]) -> String {
         .map(|r| {
             [
                 r.mode.name().to_owned(),
-                format!("{:.2}", r.wall.as_secs_f64()),
+                format!("{:.3}", r.wall.as_secs_f64()),
                 format!("{:.0}", r.replaces_per_s()),
                 fmt_us(r.unregister.p50_us),
                 fmt_us(r.unregister.p99_us),
