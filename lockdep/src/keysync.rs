@@ -129,6 +129,8 @@ pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
     // the wait sees the lookup's section or the lookup sees the new strategy and retries.
     EXTERNAL.store(new_ext, Ordering::SeqCst);
     match old {
+        // Same readers on both sides of the switch (hazard pointers): nothing to wait for.
+        KeyTableSync::Hazptr | KeyTableSync::HazptrDirect if new_ext.is_null() => {}
         KeyTableSync::Hazptr | KeyTableSync::HazptrDirect => {
             for b in 0..KEY_BUCKETS {
                 let r = Domain::global().synchronize(crate::keys::bucket_head(b));
