@@ -1,5 +1,6 @@
 //! `demo refscale`: reader-side cost, ns per protected section (protect + release, or
-//! liburcu read lock + unlock), with every reader thread running at once.
+//! liburcu read lock + unlock), with every reader thread running at once; and one lookup in
+//! lockdep's dynamic-key table in each wait mode.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -9,6 +10,7 @@ use std::time::Instant;
 use hazptr::{Domain, FenceMode};
 
 use crate::interrupts;
+use crate::modes::WaitMode;
 use crate::rcu;
 
 /// `demo refscale` options.
@@ -120,6 +122,23 @@ pub fn run(args: &Args) -> i32 {
         })
     });
     println!("{:<40} {ns:>8.2}", "crossbeam-epoch pin + load");
+    // The read side of lockdep's own key table in each wait mode: one key lookup.
+    let key = lockdep::DynamicKey::new("refscale key");
+    let handle = key.handle();
+    for mode in WaitMode::ALL.into_iter().filter(|m| m.available()) {
+        mode.install();
+        let ns = measure(readers, args.ops, &|_| {
+            Box::new(move || {
+                black_box(black_box(handle).is_registered());
+            })
+        });
+        println!(
+            "{:<40} {ns:>8.2}",
+            format!("lockdep key lookup ({})", mode.name())
+        );
+    }
+    WaitMode::Hazptr.install();
+    drop(key);
     if rcu::AVAILABLE {
         let ns = measure(readers, args.ops, &|_| {
             Box::new(|| {
