@@ -112,6 +112,10 @@ fn current() -> KeyTableSync {
 /// and then waits until no lookup can still be inside a read section of the old strategy
 /// (for the hazard-pointer modes: a `synchronize` on every bucket head, tens of ms). For
 /// benchmarks; the default ([`KeyTableSync::Hazptr`]) is what production code should use.
+///
+/// Each switch to an `External` strategy keeps one pointer-sized box for the rest of the
+/// process: lookups compare the published box's address to detect a switch, so addresses
+/// must never be reused.
 pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
     let _switch = SWITCH.write();
     let old = current();
