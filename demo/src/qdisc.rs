@@ -3,10 +3,10 @@
 //! A device has `queues` transmit queues and a root "mq" qdisc owning one child qdisc per
 //! queue. Every qdisc has a lock whose lock class comes from its own [`DynamicKey`], as the
 //! kernel's qdiscs register a lockdep key per qdisc. A replace builds a new tree (registering
-//! its keys), swaps it in, waits (hazard pointers of a private domain) until no traffic thread still
-//! sends on the old tree, and tears
-//! it down: the locks are destroyed and each key is unregistered, which unlinks it, zaps its
-//! classes and waits for the lookups in its bucket (the measured unregister latency).
+//! its keys), swaps it in, waits (hazard pointers of a private domain) until no traffic
+//! thread still sends on the old tree, and tears it down: the locks are destroyed and each key
+//! is unregistered, which unlinks it, zaps its classes and waits for the lookups in its bucket
+//! (the measured unregister latency).
 //!
 //! Traffic threads transmit "packets" on every device: take the root lock (read), then one
 //! queue's lock (so lockdep records root -> queue dependencies), and make one key lookup
@@ -16,10 +16,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
-
-use hazptr::{Domain, FenceMode};
 use std::time::{Duration, Instant};
 
+use hazptr::{Domain, FenceMode};
 use instrumented_locks::{Mutex, RwLock};
 use lockdep::{DynamicKey, KeyHandle};
 
