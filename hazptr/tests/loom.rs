@@ -6,38 +6,21 @@
 //! (CI uses a separate target dir so the loom build does not evict the normal one).
 #![cfg(loom)]
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+mod loom_common;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use hazptr::{AtomicPtr, Domain, Faults};
-use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicBool;
 use loom::thread;
-
-const POISON: u64 = 0xdead;
-
-/// A heap object whose every access loom checks for causality: a read by a reader that
-/// is not ordered before the writer's poisoning write is reported as a data race.
-struct Obj(UnsafeCell<u64>);
-
-fn obj(v: u64) -> *mut Obj {
-    Box::into_raw(Box::new(Obj(UnsafeCell::new(v))))
-}
-
-fn builder() -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(4);
-    }
-    b
-}
+use loom_common::{builder, free, must_fail, obj, poison, read};
 
 /// Reader: protect `src` (optionally detaching the guard to a backup slot) and read the
 /// object. Writer: unpublish `x`, synchronize on it, poison it. A synchronize that returns
 /// while the reader still holds `x` shows up as a race on `x`'s cell.
 fn reader_vs_writer(faults: Faults, detach: bool, earlier_flips: usize) {
-    builder().check(move || {
+    builder(4).check(move || {
         let d = Arc::new(Domain::with_faults(faults));
         let x = obj(1);
         let y = obj(2);
@@ -46,11 +29,6 @@ fn reader_vs_writer(faults: Faults, detach: bool, earlier_flips: usize) {
             let (d, src) = (d.clone(), src.clone());
             thread::spawn(move || {
                 if let Some(g) = d.protect(&src) {
-                    let read = |p: *mut Obj| {
-                        // SAFETY: `p` is never freed before the model ends; loom checks
-                        // that this read is ordered before any poisoning write.
-                        unsafe { (*p).0.with(|v| assert_ne!(*v, POISON)) }
-                    };
                     if detach {
                         let g = g.detach(&d);
                         read(g.as_ptr());
@@ -69,23 +47,11 @@ fn reader_vs_writer(faults: Faults, detach: bool, earlier_flips: usize) {
         // Release: the reader that loads `y` sees its initialization.
         src.store(y, Ordering::Release);
         d.synchronize(x).unwrap();
-        // SAFETY: synchronize returned, so no reader holds `x` (loom checks this claim).
-        unsafe { (*x).0.with_mut(|v| *v = POISON) };
+        // Synchronize returned, so no reader holds `x` (loom checks this claim).
+        poison(x);
         reader.join().unwrap();
-        // SAFETY: both objects were allocated above and are freed once.
-        unsafe {
-            drop(Box::from_raw(x));
-            drop(Box::from_raw(y));
-        }
+        free(&[x, y]);
     });
-}
-
-fn must_fail(what: &str, model: impl FnOnce()) {
-    let result = catch_unwind(AssertUnwindSafe(model));
-    assert!(
-        result.is_err(),
-        "the model did not catch the injected fault: {what}"
-    );
 }
 
 /// Litmus "acquire-before-scan": the reader must never hold the old pointer while the
@@ -179,7 +145,7 @@ fn overflow_promotion_order_fails_when_overflow_scanned_first() {
 /// seeing one release; without it, the schedule in which the writer only ever looks
 /// while the slot is held never ends (loom reports it by exceeding its branch bound).
 fn release_sequence(faults: Faults) {
-    let mut b = builder();
+    let mut b = builder(4);
     b.max_branches = 2_000;
     b.check(move || {
         let d = Arc::new(Domain::with_faults(faults));

@@ -4,49 +4,19 @@
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p hazptr --test loom_shared --release`
 #![cfg(loom)]
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+mod loom_common;
+
 use std::sync::Arc;
 
 use hazptr::{AtomicPtr, Domain, Faults};
-use loom::cell::UnsafeCell;
 use loom::thread;
+use loom_common::{builder, free, must_fail, obj, read, spawn_writer};
 
-const POISON: u64 = 0xdead;
-
-struct Obj(UnsafeCell<u64>);
-
-fn obj(v: u64) -> *mut Obj {
-    Box::into_raw(Box::new(Obj(UnsafeCell::new(v))))
-}
-
-/// Read `p`'s cell; loom reports a race if a poisoning write is not ordered after it.
-fn read(p: *mut Obj) {
-    // SAFETY: objects live until the model ends; loom checks the ordering.
-    unsafe { (*p).0.with(|v| assert_ne!(*v, POISON)) }
-}
-
-fn poison(p: *mut Obj) {
-    // SAFETY: as in `read`; the writer poisons only after synchronize returned.
-    unsafe { (*p).0.with_mut(|v| *v = POISON) }
-}
-
-fn builder(preemptions: usize) -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    // The waiters' spin-then-sleep loops and `until_waiting` are long branches.
+/// The waiters' spin-then-sleep loops and `until_waiting` are long branches.
+fn shared_builder(preemptions: usize) -> loom::model::Builder {
+    let mut b = builder(preemptions);
     b.max_branches = 20_000;
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(preemptions);
-    }
     b
-}
-
-fn must_fail(what: &str, model: impl FnOnce()) {
-    let result = catch_unwind(AssertUnwindSafe(model));
-    assert!(
-        result.is_err(),
-        "the model did not catch the injected fault: {what}"
-    );
 }
 
 /// Yield until `n` synchronize calls have found a blocker (are waiting). Domain stats are
@@ -64,7 +34,7 @@ fn until_waiting(d: &Domain, n: u64) {
 /// the flip while the reader, holding a wildcard of the new generation, loads the old
 /// `x`: the scan exempts the wildcard and the writer escapes.
 fn waiter_after_flip(faults: Faults) {
-    builder(2).check(move || {
+    shared_builder(2).check(move || {
         let d = Arc::new(Domain::with_faults(faults));
         let head: &'static u64 = Box::leak(Box::new(0u64));
         let x = obj(1);
@@ -83,26 +53,13 @@ fn waiter_after_flip(faults: Faults) {
                 }
             })
         };
-        let writer = {
-            let (d, src) = (d.clone(), src.clone());
-            let (xa, ya) = (x as usize, y as usize);
-            thread::spawn(move || {
-                // Release: a reader that loads `y` sees its initialization.
-                src.store(ya as *mut Obj, Ordering::Release);
-                d.synchronize(xa as *const Obj).unwrap();
-                poison(xa as *mut Obj);
-            })
-        };
+        let writer = spawn_writer(&d, &src, x, y);
         until_waiting(&d, 1);
         drop(h);
         combiner.join().unwrap();
         reader.join().unwrap();
         writer.join().unwrap();
-        // SAFETY: allocated above, freed once, all threads joined.
-        unsafe {
-            drop(Box::from_raw(x));
-            drop(Box::from_raw(y));
-        }
+        free(&[x, y]);
     });
 }
 
@@ -131,7 +88,7 @@ fn waiter_registered_after_flip_escapes_when_flip_precedes_close() {
 fn two_waiters_one_batch(faults: Faults) {
     // One preemption (main's, right after the spawns) reaches every batch shape; a bound
     // of 2 also passes but takes minutes (measured 153 s on this 2-core VM).
-    builder(1).check(move || {
+    shared_builder(1).check(move || {
         let d = Arc::new(Domain::with_faults(faults));
         let head: &'static u64 = Box::leak(Box::new(0u64));
         let x = obj(1);
@@ -145,16 +102,7 @@ fn two_waiters_one_batch(faults: Faults) {
                 thread::spawn(move || d.synchronize(head as *const u64).unwrap())
             })
             .collect();
-        let writer = {
-            let (d, src) = (d.clone(), src.clone());
-            let (xa, ya) = (x as usize, y as usize);
-            thread::spawn(move || {
-                // Release: a reader that loads `y` sees its initialization.
-                src.store(ya as *mut Obj, Ordering::Release);
-                d.synchronize(xa as *const Obj).unwrap();
-                poison(xa as *mut Obj);
-            })
-        };
+        let writer = spawn_writer(&d, &src, x, y);
         // No hand-shake: the schedules in which all three wait before this line are the
         // interesting ones, and loom reaches them by preempting main here once.
         drop(h);
@@ -162,11 +110,7 @@ fn two_waiters_one_batch(faults: Faults) {
         drop(g);
         on_head.into_iter().for_each(|t| t.join().unwrap());
         writer.join().unwrap();
-        // SAFETY: allocated above, freed once, all threads joined.
-        unsafe {
-            drop(Box::from_raw(x));
-            drop(Box::from_raw(y));
-        }
+        free(&[x, y]);
     });
 }
 
