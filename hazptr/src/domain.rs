@@ -253,12 +253,19 @@ impl Domain {
     /// do not hold it up: a slot counts as released once it has been *seen* released
     /// (its release sequence moved), as in the kernel's shazptr scan.
     ///
-    /// How: a heavy barrier (a SeqCst fence; in [`FenceMode::Asymmetric`] a `membarrier`
-    /// shared with concurrent callers), then a **self-scan** of every slot, which returns
-    /// at once if none protects `addr` or holds a wildcard (no write to shared memory, a
-    /// few hundred ns for 16 threads). Otherwise the caller joins the **shared scan**: its
-    /// address goes into the open batch's Bloom filter and one combiner scans for the
-    /// whole batch (see [`Domain::synchronize_direct`] for the one-caller alternative).
+    /// How, in [`FenceMode::Symmetric`]: a SeqCst fence, then a **self-scan** of every
+    /// slot, which returns at once if none protects `addr` or holds a wildcard (no write
+    /// to shared memory; about 0.1 µs for 16 threads here). Otherwise the caller joins the
+    /// **shared scan**: its address goes into the open batch's Bloom filter and one
+    /// combiner scans for the whole batch (see [`Domain::synchronize_direct`] for the
+    /// one-caller alternative).
+    ///
+    /// In [`FenceMode::Asymmetric`] a self-scan costs a `membarrier` (0.5 µs idle, about
+    /// 10 µs when it has to IPI a running thread), so a caller that finds a combiner at
+    /// work skips it and joins the next batch directly: that batch's one `membarrier`,
+    /// issued after the combiner closes it, serves every waiter in it. A caller that finds
+    /// no combiner self-scans as in Symmetric mode (its barrier is shared with concurrent
+    /// callers' through a sequence number).
     ///
     /// Null is never protected: `synchronize(null)` returns `Ok` at once. A guard leaked
     /// with `mem::forget`, or a [`DetachedGuard`](crate::DetachedGuard) the calling thread
@@ -271,17 +278,22 @@ impl Domain {
         let Some(addr) = self.begin_synchronize(addr)? else {
             return Ok(());
         };
-        self.heavy_barrier();
-        let any_wildcard_or_addr = Blocker {
-            target: Target::Addr(addr),
-            generation: None,
-        };
-        if !self.any_blocks(any_wildcard_or_addr) {
-            self.counters.self_scan_returns.fetch_add(1, Relaxed);
-            return Ok(());
+        // In Asymmetric mode a self-scan costs a `membarrier` of its own, so a caller that
+        // finds a combiner at work joins its next batch, whose one barrier serves all.
+        let self_scan = self.mode == FenceMode::Symmetric || !self.shared.combining_hint();
+        if self_scan {
+            self.heavy_barrier();
+            let any_wildcard_or_addr = Blocker {
+                target: Target::Addr(addr),
+                generation: None,
+            };
+            if !self.any_blocks(any_wildcard_or_addr) {
+                self.counters.self_scan_returns.fetch_add(1, Relaxed);
+                return Ok(());
+            }
         }
         self.counters.synchronize_waits.fetch_add(1, Relaxed);
-        self.shared.wait(self, addr);
+        self.shared.wait(self, addr, self_scan);
         Ok(())
     }
 

@@ -7,8 +7,6 @@ use crate::fence::{self, FenceMode};
 use crate::primitive::fence as atomic_fence;
 use crate::slot::Slot;
 use crate::wait::Backoff;
-#[cfg(not(loom))]
-use crate::wait::SPIN_ROUNDS;
 use crate::Domain;
 
 /// What a scan waits for.
@@ -47,15 +45,6 @@ impl Blocker<'_> {
     }
 }
 
-/// Polls of one blocking slot after which a combiner whose own request that slot does not
-/// block hands the rest of the batch to the next combiner (about 1 ms of backoff): the
-/// slot might be held by a guard the combiner's own thread holds (a detached guard it
-/// received), which it could never release while it waits.
-#[cfg(not(loom))]
-const HANDOFF_POLLS: u32 = SPIN_ROUNDS + 10;
-#[cfg(loom)]
-const HANDOFF_POLLS: u32 = 1;
-
 /// Result of draining every slot.
 pub(crate) struct Drained {
     /// Every slot that blocked `blocker` was seen released (false: the combiner handed
@@ -89,20 +78,25 @@ impl Domain {
 
     /// The combiner's barrier before scanning for a closed batch.
     ///
-    /// Every waiter of the batch issued its own heavy barrier after its unpublish, and the
-    /// batch lock orders those barriers before this point. In `Asymmetric` mode that is
-    /// enough: each `membarrier` made every reader's earlier slot store visible to all
-    /// threads (or the reader's later load of A see the unpublish), so the batch needs no
-    /// `membarrier` of its own. The Rust model still wants the loading thread's own SeqCst
-    /// fence for the store-buffering rule, which is what this issues in both modes.
-    pub(crate) fn batch_barrier(&self) {
+    /// Waiters that self-scanned issued a heavy barrier after their unpublish, and the
+    /// batch lock orders it before this point; for them the combiner needs only its own
+    /// SeqCst fence (the Rust model wants the loading thread's fence for the
+    /// store-buffering rule; in Asymmetric mode their `membarrier` already made every
+    /// reader's earlier slot store visible). `unbarriered`: some waiter joined without a
+    /// barrier (Asymmetric mode, a combiner was at work), so this issues the batch's one
+    /// heavy barrier, started after the close and so after every waiter's unpublish.
+    pub(crate) fn batch_barrier(&self, unbarriered: bool) {
         #[cfg(loom)]
         if self.faults.no_scan_fence {
             return;
         }
-        // SeqCst fence: orders our slot loads after the waiters' barriers (through the
-        // batch lock) and pairs with the readers' fences in Symmetric mode.
-        atomic_fence(SeqCst);
+        if unbarriered {
+            self.heavy_barrier();
+        } else {
+            // SeqCst fence: orders our slot loads after the waiters' barriers (through
+            // the batch lock) and pairs with the readers' fences.
+            atomic_fence(SeqCst);
+        }
     }
 
     /// One `membarrier` serves every caller that arrives before it starts (the sequence
@@ -171,7 +165,7 @@ impl Domain {
     /// until it is seen released (its value stops blocking or its release sequence moves).
     ///
     /// `own`: for a combiner, its own request. If a slot keeps blocking others for
-    /// `HANDOFF_POLLS` polls without blocking `own`, the drain stops serving the batch
+    /// about 1 ms without blocking `own`, the drain stops serving the batch
     /// and finishes for `own` only (`complete == false`).
     pub(crate) fn drain(&self, blocker: Blocker<'_>, own: Option<Blocker<'_>>) -> Drained {
         self.counters.scan_passes.fetch_add(1, Relaxed);
@@ -214,10 +208,8 @@ impl Domain {
         }
         state.drained.waited = true;
         let mut backoff = Backoff::new();
-        let mut polls = 0;
         loop {
             backoff.wait();
-            polls += 1;
             self.counters.slot_polls.fetch_add(1, Relaxed);
             let now = slot.observe();
             if (now.seq != first.seq && !self.ignore_release_seq())
@@ -226,7 +218,9 @@ impl Domain {
                 return;
             }
             if let Some(own) = state.own {
-                if polls >= HANDOFF_POLLS && !own.blocks(now.value) {
+                // A slot that keeps blocking others but not us may be a guard this very
+                // thread holds (a detached guard it received): hand the batch on.
+                if backoff.waited_long() && !own.blocks(now.value) {
                     state.blocker = own;
                     state.own = None;
                     state.drained.complete = false;

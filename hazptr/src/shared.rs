@@ -33,12 +33,18 @@ struct Batches {
     completed: u64,
     /// A combiner is scanning (it has closed batch `open_cycle - 1`).
     combining: bool,
+    /// Some waiter of the open batch joined without a heavy barrier of its own after its
+    /// unpublish (Asymmetric mode, see `Domain::synchronize`).
+    open_unbarriered: bool,
 }
 
 /// The batch state of one domain.
 pub(crate) struct SharedScan {
     batches: Mutex<Batches>,
     done: Condvar,
+    /// Mirrors `Batches::combining` for a lock-free peek (a hint with no ordering role:
+    /// a stale value only picks the slower of two correct paths).
+    combining: std::sync::atomic::AtomicBool,
 }
 
 impl SharedScan {
@@ -49,7 +55,14 @@ impl SharedScan {
                 ..Batches::default()
             }),
             done: Condvar::new(),
+            combining: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether a combiner seems to be at work (see `combining`).
+    pub(crate) fn combining_hint(&self) -> bool {
+        // Relaxed: a hint; both answers lead to a correct path.
+        self.combining.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn lock(&self) -> MutexGuard<'_, Batches> {
@@ -58,11 +71,12 @@ impl SharedScan {
         self.batches.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Wait, in a batch, until no slot that protected `addr` at the caller's barrier still
-    /// does. The caller has already issued its barrier and seen a blocking slot.
-    pub(crate) fn wait(&self, domain: &Domain, addr: usize) {
+    /// Wait, in a batch, until no slot that protected `addr` when the caller unpublished it
+    /// still does. `barriered`: the caller issued a heavy barrier after its unpublish.
+    pub(crate) fn wait(&self, domain: &Domain, addr: usize, barriered: bool) {
         let mut batches = self.lock();
         batches.open.insert(addr);
+        batches.open_unbarriered |= !barriered;
         let my_cycle = batches.open_cycle;
         loop {
             if batches.completed >= my_cycle {
@@ -70,6 +84,8 @@ impl SharedScan {
             }
             if !batches.combining {
                 batches.combining = true;
+                // Relaxed: a hint, see `combining_hint`.
+                self.combining.store(true, Relaxed);
                 self.combine(domain, batches, addr);
                 return;
             }
@@ -93,7 +109,7 @@ impl SharedScan {
             // Fault: flip before closing, so a waiter that joins in between is served by a
             // flip that does not follow its unpublish.
             drop(batches);
-            domain.batch_barrier();
+            domain.batch_barrier(true);
             let generation = domain.flip();
             batches = self.lock();
             Some(generation)
@@ -108,6 +124,7 @@ impl SharedScan {
         if domain.faults.saturated_filter {
             filter.saturate();
         }
+        let unbarriered = mem::take(&mut batches.open_unbarriered);
         let cycle = batches.open_cycle;
         batches.open_cycle += 1;
         drop(batches);
@@ -116,13 +133,13 @@ impl SharedScan {
         let generation = match early_gen {
             Some(generation) => generation,
             None => {
-                domain.batch_barrier();
+                domain.batch_barrier(unbarriered);
                 domain.flip()
             }
         };
         #[cfg(not(loom))]
         let generation = {
-            domain.batch_barrier();
+            domain.batch_barrier(unbarriered);
             domain.flip()
         };
         let target = if domain.combiner_checks_own_only() {
@@ -147,9 +164,12 @@ impl SharedScan {
         } else {
             // Hand off: the batch's waiters join the open batch and wait for its scan.
             batches.open.merge(&filter);
+            batches.open_unbarriered |= unbarriered;
             domain.counters.combiner_handoffs.fetch_add(1, Relaxed);
         }
         batches.combining = false;
+        // Relaxed: a hint, see `combining_hint`.
+        self.combining.store(false, Relaxed);
         drop(batches);
         // Every sleeping waiter wakes: those of this batch return (each exactly once, on
         // seeing `completed` cover its cycle); those of the next batch elect its combiner.

@@ -53,8 +53,9 @@ pub struct Stats {
     pub slow_path_acquires: u64,
     /// Calls to `synchronize`, including ones that returned at once.
     pub synchronize_calls: u64,
-    /// `synchronize` calls that found at least one blocking slot and waited (in a shared
-    /// batch or directly).
+    /// `synchronize` calls that joined a shared-scan batch (because their self-scan found
+    /// a blocking slot or, in Asymmetric mode, a combiner was at work), plus
+    /// `synchronize_direct` calls that waited.
     pub synchronize_waits: u64,
     /// Scan passes over all slots (self-scans, direct drains, combiner drains).
     pub scan_passes: u64,

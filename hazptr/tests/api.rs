@@ -200,7 +200,7 @@ fn writer_waits_for_reader_in_asymmetric_mode() {
     let s = d.stats();
     match d.fence_mode() {
         // One membarrier for the writer's self-scan; the shared scan's combiner relies on
-        // it and issues none of its own.
+        // it and issues none of its own (every waiter of its batch had one).
         FenceMode::Asymmetric => assert_eq!(s.heavy_barriers + s.shared_barriers, 1),
         FenceMode::Symmetric => assert_eq!(s.heavy_barriers, 0),
     }
