@@ -378,8 +378,8 @@ impl Domain {
     fn claim(&self) -> Holder<'_> {
         if !self.forced_slow_path() {
             if let Some(record) = crate::local::record(self.id, &self.registry) {
-                if let Some(index) = record.claim_slot() {
-                    return Holder::Primary { record, index };
+                if let Some(slot) = record.claim_slot() {
+                    return Holder::Primary(slot);
                 }
             }
         }

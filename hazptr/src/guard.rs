@@ -3,14 +3,15 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::registry::{BackupSlot, Record};
+use crate::registry::BackupSlot;
 use crate::slot::Slot;
 use crate::Domain;
 
 /// Which slot a guard holds.
 pub(crate) enum Holder<'d> {
-    /// Slot `index` of the calling thread's record.
-    Primary { record: &'d Record, index: usize },
+    /// A primary slot of the calling thread's record (the slot itself, so release needs
+    /// no index arithmetic or bounds check).
+    Primary(&'d Slot),
     /// A backup slot from the overflow list.
     Backup(&'d BackupSlot),
 }
@@ -19,7 +20,7 @@ impl<'d> Holder<'d> {
     #[inline(always)]
     pub(crate) fn slot(&self) -> &'d Slot {
         match *self {
-            Holder::Primary { record, index } => &record.slots[index],
+            Holder::Primary(slot) => slot,
             Holder::Backup(backup) => &backup.slot,
         }
     }
@@ -28,9 +29,7 @@ impl<'d> Holder<'d> {
     #[inline(always)]
     pub(crate) fn release(&self) {
         match *self {
-            Holder::Primary { record, index } => {
-                record.slots[index].release();
-            }
+            Holder::Primary(slot) => slot.release(),
             Holder::Backup(backup) => {
                 backup.slot.release();
                 backup.free();
@@ -98,11 +97,11 @@ impl<'d, T> Guard<'d, T> {
         let this = std::mem::ManuallyDrop::new(self);
         let backup = match this.holder {
             Holder::Backup(backup) => backup,
-            Holder::Primary { record, index } => {
+            Holder::Primary(slot) => {
                 let backup = domain.registry().acquire_backup(0);
                 // Release (inside `publish`): ordered before the primary's release below.
                 backup.slot.publish(this.ptr as usize);
-                record.slots[index].release();
+                slot.release();
                 backup
             }
         };

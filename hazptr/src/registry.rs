@@ -43,8 +43,8 @@ impl Record {
     /// chain either. Between the claim and the caller's first `publish` no other claim can
     /// run on this thread.
     #[inline(always)]
-    pub(crate) fn claim_slot(&self) -> Option<usize> {
-        self.slots.iter().position(|s| s.owner_value() == 0)
+    pub(crate) fn claim_slot(&self) -> Option<&Slot> {
+        self.slots.iter().find(|s| s.owner_value() == 0)
     }
 
     /// Owner only: give the record back at thread exit. Returns false (and keeps the
