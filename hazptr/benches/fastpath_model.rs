@@ -123,7 +123,7 @@ fn shape_now(d: &Dom, src: &AtomicPtr<u64>, seq_bump: bool) {
     }
 }
 
-/// The proposal: no `used` word; slot 0 is taken when its own value is 0 (a branch, so the
+/// The proposal (since adopted in `f4c0e1a`): no `used` word; slot 0 is taken when its own value is 0 (a branch, so the
 /// index is a constant on the hot path); release is seq bump + clear.
 #[inline(always)]
 fn shape_proposed(d: &Dom, src: &AtomicPtr<u64>) {
@@ -217,23 +217,23 @@ fn main() {
             Box::new(move |n| (0..n).for_each(|_| wildcard_fixed(asym, fixed, black_box(src)))),
         ),
         (
-            "asym: shape now (used + Holder + seq)",
+            "asym: d600f5a shape (used + Holder + seq)",
             Box::new(move |n| (0..n).for_each(|_| shape_now(asym, black_box(src), true))),
         ),
         (
-            "asym: shape now minus seq bump",
+            "asym: d600f5a shape minus seq bump",
             Box::new(move |n| (0..n).for_each(|_| shape_now(asym, black_box(src), false))),
         ),
         (
-            "asym: proposed (no used, slot 0 by branch)",
+            "asym: no used, slot 0 by branch",
             Box::new(move |n| (0..n).for_each(|_| shape_proposed(asym, black_box(src)))),
         ),
         (
-            "sym: shape now (used + Holder + seq)",
+            "sym: d600f5a shape (used + Holder + seq)",
             Box::new(move |n| (0..n).for_each(|_| shape_now(sym, black_box(src), true))),
         ),
         (
-            "sym: proposed (no used, slot 0 by branch)",
+            "sym: no used, slot 0 by branch",
             Box::new(move |n| (0..n).for_each(|_| shape_proposed(sym, black_box(src)))),
         ),
     ];
