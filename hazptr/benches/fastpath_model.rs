@@ -123,8 +123,9 @@ fn shape_now(d: &Dom, src: &AtomicPtr<u64>, seq_bump: bool) {
     }
 }
 
-/// The proposal (since adopted in `f4c0e1a`): no `used` word; slot 0 is taken when its own value is 0 (a branch, so the
-/// index is a constant on the hot path); release is seq bump + clear.
+/// The proposal (since adopted in `f4c0e1a`): no `used` word; slot 0 is taken when its
+/// own value is 0 (a branch, so the index is a constant on the hot path); release is seq
+/// bump + clear.
 #[inline(always)]
 fn shape_proposed(d: &Dom, src: &AtomicPtr<u64>) {
     let Some(record) = lookup(d) else {
