@@ -239,7 +239,10 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
                 std::thread::Builder::new()
                     .name(format!("tc-dev{i}"))
                     .spawn_scoped(s, move || {
-                        let mut lat = Vec::with_capacity(cfg.replaces * (cfg.queues + 1));
+                        // Reserve for the common case only: a huge --replaces × --queues grows
+                        // the vector as samples arrive instead of failing one giant allocation.
+                        let expected = cfg.replaces.saturating_mul(cfg.queues + 1);
+                        let mut lat = Vec::with_capacity(expected.min(1 << 20));
                         for _ in 0..cfg.replaces {
                             dev.replace(cfg.queues, &mut lat);
                             // Relaxed: progress display only.

@@ -13,15 +13,15 @@ struct Args {
     /// Configurations: READERS0 READERS4 SLOWPATH ASYMMETRIC LOCKDEP SWEEP<n> (2..=256), or ALL.
     #[arg(required = true)]
     configs: Vec<String>,
-    /// Seconds per configuration.
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds per configuration (greater than 0, at most 3600).
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     duration: f64,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 3600.0) {
-        eprintln!("hazptr-torture: --duration must be between 0 and 3600 seconds");
+        eprintln!("hazptr-torture: --duration must be greater than 0 and at most 3600 seconds");
         return ExitCode::from(2);
     }
     let mut configs = Vec::new();
@@ -31,7 +31,10 @@ fn main() -> ExitCode {
         } else if let Some(c) = Config::named(name) {
             configs.push(c);
         } else {
-            eprintln!("hazptr-torture: unknown configuration {name:?} (try --help)");
+            eprintln!(
+                "hazptr-torture: unknown configuration {name:?}: expected READERS0, READERS4, \
+                 SLOWPATH, ASYMMETRIC, LOCKDEP, SWEEP<n> with n in 2..=256, or ALL"
+            );
             return ExitCode::from(2);
         }
     }
