@@ -113,6 +113,13 @@ fn churn(args: ChurnArgs) -> i32 {
         eprintln!("demo: --inject-inversion needs at least one traffic thread (--readers)");
         return 2;
     }
+    if readers > 8 * interrupts::cores() {
+        eprintln!(
+            "demo: note: {readers} traffic threads on {} CPUs: each replace waits for \
+             readers that are descheduled mid-lookup, so expect the run to take much longer",
+            interrupts::cores()
+        );
+    }
     let cfg = qdisc::Config {
         queues: args.queues as usize,
         replaces: args.replaces as usize,
