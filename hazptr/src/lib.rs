@@ -94,6 +94,7 @@
 //! // Writer: unpublish, wait for readers of the old object, free it.
 //! let old = shared.swap(Box::into_raw(Box::new(42)), Ordering::AcqRel);
 //! domain.synchronize(old).expect("this thread holds no guard on it");
+//! // SAFETY: unpublished and synchronized: no reader can reach or still hold `old`.
 //! drop(unsafe { Box::from_raw(old) });
 //! # drop(unsafe { Box::from_raw(shared.load(Ordering::Relaxed)) });
 //! ```
