@@ -103,7 +103,23 @@ pub fn write_output(path: &std::path::Path, text: &str) -> i32 {
     }
 }
 
+/// Whether `path`'s directory exists, so an output file can be written at the end of a
+/// run (checked up front so a long run does not end in "cannot write"; nothing is created).
+fn output_dir_exists(path: &std::path::Path) -> bool {
+    path.parent()
+        .is_none_or(|dir| dir.as_os_str().is_empty() || dir.is_dir())
+}
+
 fn churn(args: ChurnArgs) -> i32 {
+    for path in args.json.iter().chain(args.svg.iter()) {
+        if !output_dir_exists(path) {
+            eprintln!(
+                "demo: cannot write {}: its directory does not exist",
+                path.display()
+            );
+            return 2;
+        }
+    }
     if args.inject_inversion && args.queues < 2 {
         eprintln!("demo: --inject-inversion needs at least 2 queues (--queues)");
         return 2;
