@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 cargo build --release -q -p integration-tests --bin hazptr-torture
 bin=target/release/hazptr-torture
 if [ "${VALGRIND:-0}" = 1 ]; then
-    exec valgrind -q --error-exitcode=99 --leak-check=no "$bin" "$@"
+    exec valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=no "$bin" "$@"
 fi
 exec "$bin" "$@"
