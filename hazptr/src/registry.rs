@@ -23,8 +23,8 @@ pub const PRIMARY_SLOTS: usize = 4;
 pub const PRIMARY_SLOTS: usize = 2;
 
 /// One thread's primary slots. The four slots fill the first 64-byte line; the
-/// owner-private bookkeeping sits in the second line, so scanners never share a line with
-/// the owner's bookkeeping writes.
+/// registration fields (`active`, `next`), written once per thread, sit in the second
+/// line, so a scan of the slots never shares a line with them.
 #[repr(C, align(128))]
 pub(crate) struct Record {
     pub(crate) slots: [Slot; PRIMARY_SLOTS],
@@ -47,18 +47,17 @@ impl Record {
         self.slots.iter().find(|s| s.owner_value() == 0)
     }
 
-    /// Owner only: give the record back at thread exit. Returns false (and keeps the
-    /// record owned forever) if a guard is still alive, e.g. one held in another
+    /// Owner only: give the record back at thread exit. Keeps the record owned forever
+    /// instead if a guard is still alive, e.g. one held in another
     /// thread-local whose destructor has not run yet: handing the record to a new thread
     /// then would let two threads write one slot.
-    pub(crate) fn release_owner(&self) -> bool {
+    pub(crate) fn release_owner(&self) {
         if self.slots.iter().any(|s| s.owner_value() != 0) {
-            return false;
+            return;
         }
         // Release: pairs with the Acquire claim in `Registry::acquire_record`, so the next
         // owner sees our final slot stores.
         self.active.store(false, Release);
-        true
     }
 }
 

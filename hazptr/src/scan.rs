@@ -156,9 +156,9 @@ impl Domain {
         self.registry
             .records()
             .flat_map(|r| r.slots.iter())
-            .any(|s| blocker.blocks(s.observe().value))
+            .any(|s| blocker.blocks(s.load_value()))
             // The overflow list is loaded only after every primary slot (promotion order).
-            || self.registry.backups().any(|b| blocker.blocks(b.slot.observe().value))
+            || self.registry.backups().any(|b| blocker.blocks(b.slot.load_value()))
     }
 
     /// Scan every primary slot, then the overflow list, waiting on each slot that blocks

@@ -74,6 +74,13 @@ impl Slot {
         self.value.load(Relaxed)
     }
 
+    /// Synchronizer: the value alone, for a one-pass scan that waits for nothing (the
+    /// release sequence only matters to a scan that waits). Acquire: as in `observe`.
+    #[inline]
+    pub(crate) fn load_value(&self) -> usize {
+        self.value.load(Acquire)
+    }
+
     /// Synchronizer: read value, then sequence.
     ///
     /// Both Acquire. Value first: if it shows a protection of generation `j`, the Acquire
