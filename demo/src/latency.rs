@@ -41,6 +41,50 @@ pub fn fmt_us(us: f64) -> String {
     }
 }
 
+/// The spread of one statistic over rounds: median, smallest and largest round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// Median over rounds (the mean of the middle two for an even count).
+    pub median: f64,
+    /// The smallest round's value.
+    pub min: f64,
+    /// The largest round's value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values` (one per round); `None` when there are none.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
+        let mut v: Vec<f64> = values.into_iter().collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+
+    /// Whether every round of `self` is below every round of `other` (the ranges do not
+    /// overlap), so the ranking held in every round.
+    pub fn entirely_below(&self, other: &Spread) -> bool {
+        self.max < other.min
+    }
+
+    /// `median (min–max)`, each number formatted by `fmt`.
+    pub fn display(&self, fmt: impl Fn(f64) -> String) -> String {
+        format!("{} ({}–{})", fmt(self.median), fmt(self.min), fmt(self.max))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +97,18 @@ mod tests {
         assert_eq!(s.p99_us, 99.0);
         assert_eq!(s.max_us, 100.0);
         assert_eq!(summarize(&mut []).max_us, 0.0);
+    }
+
+    #[test]
+    fn spread_over_rounds() {
+        let s = Spread::of([3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        assert_eq!(Spread::of([4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
+        assert_eq!(Spread::of([]), None);
+        assert_eq!(s.display(|x| format!("{x:.1}")), "2.0 (1.0–3.0)");
+        let above = Spread::of([3.5, 4.0]).unwrap();
+        assert!(s.entirely_below(&above));
+        assert!(!s.entirely_below(&Spread::of([2.5, 9.0]).unwrap()));
     }
 }
 

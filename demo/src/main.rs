@@ -6,12 +6,13 @@
 //! - `demo scale`: synchronize latency (the rcuscale analogue).
 //! - `demo refscale`: reader-side cost per protected section.
 //!
-//! Nothing is written to disk except the files named by `--json`/`--svg`, and those only
-//! at the end of a run.
+//! Nothing is written to disk except the files named by `--json`/`--svg`: they are opened
+//! (and checked for room) before the run and written at its end.
 
 mod interrupts;
 mod latency;
 mod modes;
+mod output;
 mod progress;
 mod qdisc;
 mod rcu;
@@ -59,19 +60,22 @@ struct ChurnArgs {
     /// Devices replaced in parallel, one thread each.
     #[arg(long, short = 'd', default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     devices: u32,
-    /// Background traffic threads [default: one per core].
+    /// Background traffic threads [default: CPUs minus devices, at least 1, so that every
+    /// thread has a CPU and a replace does not also measure waiting for one].
     #[arg(long, short = 'r', value_parser = clap::value_parser!(u32).range(0..=4096))]
     readers: Option<u32>,
-    /// Rounds: each runs every mode once (rotating the order); results add up per mode.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Rounds: each runs every mode once (rotating the order); the table shows the median
+    /// over rounds with the rounds' min–max.
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=1000))]
     rounds: u32,
     /// How key unregistration waits; omit to compare every available mode.
     #[arg(long, value_enum)]
     wait: Option<WaitMode>,
-    /// Also write the results as JSON to this file.
+    /// Also write the results as JSON to this file (opened before the run).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Also draw the unregister latency distributions as SVG to this file.
+    /// Also draw the unregister latency distributions as SVG to this file (opened before
+    /// the run; must differ from --json's).
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
     /// Make the traffic take two queue locks in opposite orders once (lockdep reports it).
@@ -89,61 +93,33 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Writes `text` to `path`, or explains why not (exit code 1).
-pub fn write_output(path: &std::path::Path, text: &str) -> i32 {
-    match std::fs::write(path, text) {
-        Ok(()) => {
-            eprintln!("wrote {}", path.display());
-            0
-        }
-        Err(e) => {
-            eprintln!("demo: cannot write {}: {e}", path.display());
-            1
-        }
-    }
+/// The default number of traffic threads: one per CPU left over by the replacers.
+fn default_readers(cpus: usize, devices: usize) -> usize {
+    cpus.saturating_sub(devices).max(1)
 }
 
-/// Whether `path`'s directory exists, so an output file can be written at the end of a
-/// run (checked up front so a long run does not end in "cannot write"; nothing is created).
-fn output_dir_exists(path: &std::path::Path) -> bool {
-    path.parent()
-        .is_none_or(|dir| dir.as_os_str().is_empty() || dir.is_dir())
+/// Bytes to reserve for the JSON (per mode and round about 1 KB) and the SVG (at most ~400
+/// points per curve) before the run.
+fn output_sizes(modes: usize, rounds: u32) -> (u64, u64) {
+    let json = 4096 + 1536 * modes as u64 * u64::from(rounds);
+    let svg = 4096 + 8192 * modes as u64;
+    (json, svg)
 }
 
 fn churn(args: ChurnArgs) -> i32 {
-    for path in args.json.iter().chain(args.svg.iter()) {
-        if !output_dir_exists(path) {
-            eprintln!(
-                "demo: cannot write {}: its directory does not exist",
-                path.display()
-            );
-            return 2;
-        }
-    }
     if args.inject_inversion && args.queues < 2 {
         eprintln!("demo: --inject-inversion needs at least 2 queues (--queues)");
         return 2;
     }
-    let readers = args.readers.map_or_else(interrupts::cores, |r| r as usize);
+    let cpus = interrupts::cores();
+    let readers = args.readers.map_or_else(
+        || default_readers(cpus, args.devices as usize),
+        |r| r as usize,
+    );
     if args.inject_inversion && readers == 0 {
         eprintln!("demo: --inject-inversion needs at least one traffic thread (--readers)");
         return 2;
     }
-    if readers > 8 * interrupts::cores() {
-        eprintln!(
-            "demo: note: {readers} traffic threads on {} CPUs: each replace waits for \
-             readers that are descheduled mid-lookup, so expect the run to take much longer",
-            interrupts::cores()
-        );
-    }
-    let cfg = qdisc::Config {
-        queues: args.queues as usize,
-        replaces: args.replaces as usize,
-        devices: args.devices as usize,
-        readers,
-        inject_inversion: args.inject_inversion,
-        progress: progress::enabled(),
-    };
     let mut notes = Vec::new();
     let modes: Vec<WaitMode> = match args.wait {
         Some(m) if !m.available() => {
@@ -160,6 +136,40 @@ fn churn(args: ChurnArgs) -> i32 {
                 .filter(|m| m.available())
                 .collect()
         }
+    };
+    // Outputs first: a bad target fails now, not after the run.
+    let (json_bytes, svg_bytes) = output_sizes(modes.len(), args.rounds);
+    let requests: Vec<(&'static str, &std::path::Path, u64)> = [
+        ("--json", args.json.as_deref(), json_bytes),
+        ("--svg", args.svg.as_deref(), svg_bytes),
+    ]
+    .into_iter()
+    .filter_map(|(flag, p, n)| p.map(|p| (flag, p, n)))
+    .collect();
+    let mut outputs = match output::open_all(&requests) {
+        Ok(o) => o.into_iter(),
+        Err(e) => {
+            eprintln!("demo: {e}");
+            return 2;
+        }
+    };
+    let (json_out, svg_out) = (
+        args.json.as_ref().and_then(|_| outputs.next()),
+        args.svg.as_ref().and_then(|_| outputs.next()),
+    );
+    if readers + args.devices as usize > cpus {
+        notes.push(format!(
+            "{readers} traffic + {} replace thread(s) on {cpus} CPUs: replaces also wait for a              CPU (in \"wait for traffic\"), and descheduled readers stretch unregister tails",
+            args.devices
+        ));
+    }
+    let cfg = qdisc::Config {
+        queues: args.queues as usize,
+        replaces: args.replaces as usize,
+        devices: args.devices as usize,
+        readers,
+        inject_inversion: args.inject_inversion,
+        progress: progress::enabled(),
     };
     lockdep::set_policy(lockdep::Policy::Callback(Arc::new(
         |r: &lockdep::Report| {
@@ -178,41 +188,42 @@ fn churn(args: ChurnArgs) -> i32 {
         },
         WaitMode::Hazptr,
     );
-    let mut results: Vec<qdisc::RunResult> = Vec::new();
+    let mut results: Vec<report::ModeRounds> = modes
+        .iter()
+        .map(|&mode| report::ModeRounds {
+            mode,
+            rounds: Vec::new(),
+        })
+        .collect();
     for round in 0..args.rounds as usize {
         for k in 0..modes.len() {
-            let mode = modes[(k + round) % modes.len()];
+            let i = (k + round) % modes.len();
             let mut run_cfg = cfg.clone();
             // Inject once per process, in the first measured run.
             run_cfg.inject_inversion = cfg.inject_inversion && round == 0 && k == 0;
-            let r = qdisc::run(&run_cfg, mode);
-            match results.iter_mut().find(|x| x.mode == mode) {
-                Some(acc) => acc.merge(r),
-                None => results.push(r),
-            }
+            results[i].rounds.push(qdisc::run(&run_cfg, modes[i]));
         }
     }
-    results.sort_by_key(|r| modes.iter().position(|&m| m == r.mode));
     lockdep::set_key_table_sync(lockdep::KeyTableSync::Hazptr);
-    print!("{}", report::table(&cfg, args.rounds, &results));
     if interrupts::function_call_ipis().is_none() {
         notes.push("CAL row of /proc/interrupts not readable: IPIs n/a".to_owned());
     }
-    notes.push(
-        "membarriers = heavy barriers of lockdep's hazptr domain (Symmetric: 0 by design); n/a for rcu (liburcu does not count its membarrier calls)"
-            .to_owned(),
-    );
-    for n in &notes {
-        println!("note: {n}");
-    }
+    let setup = report::Setup {
+        cfg: &cfg,
+        rounds: args.rounds,
+        cpus,
+    };
+    print!("{}", report::text(&setup, &results, &notes));
     let mut code = 0;
-    if let Some(path) = &args.json {
-        code |= write_output(path, &report::json(&cfg, args.rounds, &results, &notes));
+    let written = [
+        json_out.map(|o| o.write(&report::json(&setup, &results, &notes))),
+        svg_out.map(|o| o.write(&svg::latency_svg(&results))),
+    ];
+    for e in written.into_iter().flatten().filter_map(Result::err) {
+        eprintln!("demo: {e}");
+        code |= 1;
     }
-    if let Some(path) = &args.svg {
-        code |= write_output(path, &svg::latency_svg(&results));
-    }
-    let reports: u64 = results.iter().map(|r| r.reports).sum();
+    let reports: u64 = results.iter().map(report::ModeRounds::reports).sum();
     if args.inject_inversion {
         if reports == 0 {
             eprintln!("demo: the injected inversion was not reported");
@@ -242,11 +253,20 @@ mod tests {
             &["demo", "qdisc-churn", "--replaces", "-3"],
             &["demo", "scale", "--duration-ms", "1"],
             &["demo", "frobnicate"],
+            &["demo", "qdisc-churn", "--rounds", "0"],
         ] {
             assert!(super::Cli::try_parse_from(args).is_err(), "{args:?}");
         }
         assert!(
             super::Cli::try_parse_from(["demo", "qdisc-churn", "--wait", "hazptr-direct"]).is_ok()
         );
+    }
+
+    #[test]
+    fn default_traffic_leaves_a_cpu_per_replacer() {
+        assert_eq!(super::default_readers(2, 1), 1);
+        assert_eq!(super::default_readers(16, 4), 12);
+        assert_eq!(super::default_readers(1, 1), 1, "always some traffic");
+        assert_eq!(super::default_readers(2, 8), 1);
     }
 }

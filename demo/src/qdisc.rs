@@ -78,16 +78,20 @@ impl MqTree {
         MqTree { root, queues, keys }
     }
 
-    /// Destroys the locks, then unregisters every key; pushes each unregister's latency.
-    fn teardown(self, latencies_ns: &mut Vec<u64>) {
+    /// Destroys the locks, then unregisters every key; pushes each unregister's latency and
+    /// returns the time spent destroying the locks.
+    fn teardown(self, latencies_ns: &mut Vec<u64>) -> Duration {
         let MqTree { root, queues, keys } = self;
+        let t = Instant::now();
         drop(queues);
         drop(root);
+        let locks = t.elapsed();
         for key in keys {
             let t = Instant::now();
             key.unregister();
             latencies_ns.push(t.elapsed().as_nanos() as u64);
         }
+        locks
     }
 }
 
@@ -123,9 +127,11 @@ impl Device {
         }
     }
 
-    /// Replaces the tree and tears the old one down on this thread.
-    fn replace(&self, queues: usize, latencies_ns: &mut Vec<u64>) {
+    /// Replaces the tree and tears the old one down on this thread; says where the time went.
+    fn replace(&self, queues: usize, latencies_ns: &mut Vec<u64>) -> ReplaceTimes {
+        let t0 = Instant::now();
         let new = Box::into_raw(Box::new(MqTree::build(queues)));
+        let t1 = Instant::now();
         // AcqRel: Release publishes the new tree to traffic's Acquire load in `protect`;
         // Acquire makes the old tree's contents (built by a previous replace) ours.
         let old = self.current.swap(new, Ordering::AcqRel);
@@ -133,10 +139,18 @@ impl Device {
         tree_domain()
             .synchronize(old)
             .expect("a replacer holds no tree guard");
+        let t2 = Instant::now();
         // SAFETY: `old` came from Box::into_raw, is unpublished (swapped out above), and
         // synchronize returned, so no traffic guard still protects it; only we own it now.
         let tree = unsafe { Box::from_raw(old) };
-        tree.teardown(latencies_ns);
+        let first = latencies_ns.len();
+        let destroy_locks = tree.teardown(latencies_ns);
+        ReplaceTimes {
+            build_ns: nanos(t1 - t0),
+            traffic_wait_ns: nanos(t2 - t1),
+            destroy_locks_ns: nanos(destroy_locks),
+            unregister_ns: latencies_ns[first..].iter().sum(),
+        }
     }
 
     /// Tears down the tree in force; traffic must have stopped.
@@ -148,58 +162,93 @@ impl Device {
     }
 }
 
-/// What one run of the workload in one wait mode measured.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Where one replace's time went, in ns. Only `unregister_ns` depends on the wait mode; the
+/// other steps run the same code in every mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplaceTimes {
+    /// Building the new tree: registering its keys and making its locks.
+    pub build_ns: u64,
+    /// Publishing it and waiting until no traffic thread still sends on the old tree (the
+    /// tree domain's `synchronize`; includes waiting for a CPU when threads outnumber CPUs).
+    pub traffic_wait_ns: u64,
+    /// Destroying the old tree's locks.
+    pub destroy_locks_ns: u64,
+    /// The old tree's key unregistrations, summed (the measured unregister latencies).
+    pub unregister_ns: u64,
+}
+
+impl ReplaceTimes {
+    /// The whole replace.
+    pub fn total_ns(&self) -> u64 {
+        self.build_ns + self.traffic_wait_ns + self.destroy_locks_ns + self.unregister_ns
+    }
+
+    /// Adds `other`'s times to these.
+    fn add(&mut self, other: &ReplaceTimes) {
+        self.build_ns += other.build_ns;
+        self.traffic_wait_ns += other.traffic_wait_ns;
+        self.destroy_locks_ns += other.destroy_locks_ns;
+        self.unregister_ns += other.unregister_ns;
+    }
+}
+
+/// What one run of the workload (one round) in one wait mode measured.
 #[derive(Clone, Debug)]
 pub struct RunResult {
-    /// The wait mode.
-    pub mode: WaitMode,
     /// Time from the first replace to the last, all devices.
     pub wall: Duration,
     /// Replaces completed (devices x replaces).
     pub replaces: usize,
-    /// Key unregistrations timed.
-    pub unregisters: usize,
-    /// Unregister latency.
-    pub unregister: Summary,
-    /// Unregister latencies in ns, sorted (for the SVG).
+    /// Unregister latencies in ns, one per key unregistration, sorted.
     pub samples_ns: Vec<u64>,
+    /// Unregister latency summary of `samples_ns`.
+    pub unregister: Summary,
+    /// All replaces' times added up (divide by `replaces` for the mean).
+    pub replace_sum: ReplaceTimes,
     /// Rise of the CAL row of /proc/interrupts over the run, if readable.
     pub ipis: Option<u64>,
     /// Heavy barriers (membarrier calls in Asymmetric mode) of lockdep's hazptr domain.
     pub heavy_barriers: u64,
-    /// hazptr synchronize calls that had to wait (slot protected when it began).
-    pub synchronize_waits: u64,
+    /// Unregisters that found a lookup in progress and had to wait for it
+    /// ([`WaitMode::waits_so_far`]); `None` where the mode cannot tell.
+    pub waits: Option<u64>,
     /// Lockdep reports delivered during the run.
     pub reports: u64,
-    /// Packets sent by the traffic threads (each with one key lookup).
-    pub packets: u64,
+    /// Key lookups made by the traffic threads (one per packet).
+    pub lookups: u64,
 }
 
 impl RunResult {
-    /// Adds another run of the same mode (a later round) to this one.
-    pub fn merge(&mut self, other: RunResult) {
-        debug_assert_eq!(self.mode, other.mode);
-        self.wall += other.wall;
-        self.replaces += other.replaces;
-        self.unregisters += other.unregisters;
-        self.samples_ns.extend(other.samples_ns);
-        self.unregister = summarize(&mut self.samples_ns);
-        self.ipis = self.ipis.zip(other.ipis).map(|(a, b)| a + b);
-        self.heavy_barriers += other.heavy_barriers;
-        self.synchronize_waits += other.synchronize_waits;
-        self.reports += other.reports;
-        self.packets += other.packets;
-    }
-
-    /// Replaces per second.
-    pub fn replaces_per_s(&self) -> f64 {
-        self.replaces as f64 / self.wall.as_secs_f64()
+    /// Key unregistrations timed.
+    pub fn unregisters(&self) -> usize {
+        self.samples_ns.len()
     }
 
     /// Function-call IPIs per 100 replaces.
     pub fn ipis_per_100(&self) -> Option<f64> {
         self.ipis
             .map(|n| n as f64 * 100.0 / self.replaces.max(1) as f64)
+    }
+
+    /// The mean replace, in ns per step.
+    pub fn mean_replace(&self) -> ReplaceTimes {
+        let n = self.replaces.max(1) as u64;
+        let s = &self.replace_sum;
+        ReplaceTimes {
+            build_ns: s.build_ns / n,
+            traffic_wait_ns: s.traffic_wait_ns / n,
+            destroy_locks_ns: s.destroy_locks_ns / n,
+            unregister_ns: s.unregister_ns / n,
+        }
+    }
+
+    /// Key lookups per second of wall time.
+    pub fn lookups_per_s(&self) -> f64 {
+        self.lookups as f64 / self.wall.as_secs_f64().max(1e-9)
     }
 }
 
@@ -216,11 +265,13 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
     let inversion_pending = AtomicBool::new(cfg.inject_inversion);
 
     let barriers_before = hazptr::Domain::global().stats();
+    let waits_before = mode.waits_so_far();
     // Relaxed: a statistic read while no report is being delivered by this run yet.
     let reports_before = REPORTS.load(Ordering::Relaxed);
     let ipis_before = interrupts::function_call_ipis();
     let start = Instant::now();
     let mut latencies: Vec<u64> = Vec::new();
+    let mut replace_sum = ReplaceTimes::default();
 
     std::thread::scope(|s| {
         for r in 0..cfg.readers {
@@ -243,12 +294,13 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
                         // the vector as samples arrive instead of failing one giant allocation.
                         let expected = cfg.replaces.saturating_mul(cfg.queues + 1);
                         let mut lat = Vec::with_capacity(expected.min(1 << 20));
+                        let mut sum = ReplaceTimes::default();
                         for _ in 0..cfg.replaces {
-                            dev.replace(cfg.queues, &mut lat);
+                            sum.add(&dev.replace(cfg.queues, &mut lat));
                             // Relaxed: progress display only.
                             done.fetch_add(1, Ordering::Relaxed);
                         }
-                        lat
+                        (lat, sum)
                     })
                     .expect("spawn replace thread")
             })
@@ -258,7 +310,9 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
             crate::progress::draw_until(mode.name(), &done_replaces, total, &replacers);
         }
         for h in replacers {
-            latencies.extend(h.join().expect("replace thread panicked"));
+            let (lat, sum) = h.join().expect("replace thread panicked");
+            latencies.extend(lat);
+            replace_sum.add(&sum);
         }
         // Relaxed: a stop flag; the scope's join orders everything after it.
         stop.store(true, Ordering::Relaxed);
@@ -266,6 +320,7 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
     let wall = start.elapsed();
     let ipis_after = interrupts::function_call_ipis();
     let barriers_after = hazptr::Domain::global().stats();
+    let waits_after = mode.waits_so_far();
     // Relaxed: all threads of the run are joined.
     let reports = REPORTS.load(Ordering::Relaxed) - reports_before;
     for dev in devices {
@@ -273,20 +328,19 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
     }
     let unregister = summarize(&mut latencies);
     RunResult {
-        mode,
         wall,
         replaces: cfg.replaces * cfg.devices,
-        unregisters: latencies.len(),
-        unregister,
         samples_ns: latencies,
+        unregister,
+        replace_sum,
         ipis: ipis_before
             .zip(ipis_after)
             .map(|(a, b)| b.saturating_sub(a)),
         heavy_barriers: barriers_after.heavy_barriers - barriers_before.heavy_barriers,
-        synchronize_waits: barriers_after.synchronize_waits - barriers_before.synchronize_waits,
+        waits: waits_before.zip(waits_after).map(|(a, b)| b - a),
         reports,
         // Relaxed: all threads of the run are joined.
-        packets: packets.load(Ordering::Relaxed),
+        lookups: packets.load(Ordering::Relaxed),
     }
 }
 
@@ -359,6 +413,7 @@ mod tests {
     /// reported, and the inversion (first run only) is reported once.
     #[test]
     fn tiny_runs() {
+        let _serial = crate::modes::TEST_MODE_LOCK.lock();
         lockdep::set_policy(lockdep::Policy::Callback(std::sync::Arc::new(
             |_: &lockdep::Report| {
                 // Relaxed: read after the run's threads are joined.
@@ -376,7 +431,11 @@ mod tests {
         for mode in WaitMode::ALL.into_iter().filter(|m| m.available()) {
             let r = run(&cfg, mode);
             assert_eq!(r.replaces, 10);
-            assert_eq!(r.unregisters, 10 * 5);
+            assert_eq!(r.unregisters(), 10 * 5);
+            let times = r.replace_sum;
+            assert!(times.unregister_ns > 0 && times.build_ns > 0, "{times:?}");
+            assert_eq!(times.unregister_ns, r.samples_ns.iter().sum::<u64>());
+            assert_eq!(r.waits.is_some(), mode != WaitMode::Rcu);
             assert_eq!(r.reports, u64::from(cfg.inject_inversion), "{mode:?}");
             cfg.inject_inversion = false;
         }

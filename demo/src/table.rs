@@ -3,6 +3,8 @@
 //! shard for one walk; unregister write-locks and unlocks that shard once, which waits for
 //! the lookups inside it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use lock_api::RawRwLock as _;
 
 /// Number of shards; bucket `b` belongs to shard `b % SHARDS`.
@@ -15,6 +17,7 @@ struct Shard(parking_lot::RawRwLock);
 /// A sharded reader-writer lock as a [`lockdep::KeySyncStrategy`].
 pub struct ShardedRwLock {
     shards: Box<[Shard]>,
+    waits: AtomicU64,
 }
 
 impl ShardedRwLock {
@@ -24,7 +27,15 @@ impl ShardedRwLock {
             shards: (0..SHARDS)
                 .map(|_| Shard(parking_lot::RawRwLock::INIT))
                 .collect(),
+            waits: AtomicU64::new(0),
         }
+    }
+
+    /// `synchronize` calls so far that found their shard locked (by a lookup in one of the
+    /// shard's buckets, or by another unregister) and so had to wait.
+    pub fn waits(&self) -> u64 {
+        // Relaxed: a statistic; it orders nothing.
+        self.waits.load(Ordering::Relaxed)
     }
 }
 
@@ -50,8 +61,13 @@ impl lockdep::KeySyncStrategy for ShardedRwLock {
 
     fn synchronize(&self, bucket: usize) {
         let shard = &self.shards[bucket % SHARDS].0;
-        // Taking the write side waits out every reader inside the shard.
-        shard.lock_exclusive();
+        // Taking the write side waits out every reader inside the shard. Try first, so that
+        // a call that finds a reader is counted.
+        if !shard.try_lock_exclusive() {
+            // Relaxed: a statistic; it orders nothing.
+            self.waits.fetch_add(1, Ordering::Relaxed);
+            shard.lock_exclusive();
+        }
         // SAFETY: locked exclusively just above by this thread.
         unsafe { shard.unlock_exclusive() };
     }
