@@ -159,7 +159,8 @@ fn churn(args: ChurnArgs) -> i32 {
     );
     if readers + args.devices as usize > cpus {
         notes.push(format!(
-            "{readers} traffic + {} replace thread(s) on {cpus} CPUs: replaces also wait for a              CPU (in \"wait for traffic\"), and descheduled readers stretch unregister tails",
+            "{readers} traffic + {} replace thread(s) on {cpus} CPUs: replaces also wait for a \
+             CPU (in \"wait for traffic\"), and descheduled readers stretch unregister tails",
             args.devices
         ));
     }

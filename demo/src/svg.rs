@@ -49,7 +49,7 @@ pub fn latency_svg(results: &[ModeRounds]) -> String {
     let _ = writeln!(s, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>");
     let _ = writeln!(
         s,
-        "<text x=\"{LEFT}\" y=\"18\">qdisc-churn: key unregister latency (cumulative)</text>"
+        "<text x=\"{LEFT}\" y=\"18\">qdisc-churn: key unregister latency, all rounds (cumulative)</text>"
     );
     let mut d = dmin;
     while d <= dmax {
