@@ -3,7 +3,7 @@
 use crate::held::with_state;
 use crate::held::{HeldLock, ThreadState};
 use crate::report::{LockDesc, ThreadDesc};
-use crate::state::{Global, GLOBAL};
+use crate::state::{graph_lock, Global};
 
 pub(crate) fn thread_desc(st: &ThreadState) -> ThreadDesc {
     ThreadDesc {
@@ -42,6 +42,6 @@ pub(crate) fn held_descs_locked(g: &Global, st: &ThreadState) -> Vec<LockDesc> {
 /// Held locks of this thread, with names; takes the graph lock (never call it while holding
 /// the graph lock).
 pub(crate) fn held_descs(st: &ThreadState) -> Vec<LockDesc> {
-    let g = GLOBAL.lock();
+    let g = graph_lock();
     held_descs_locked(&g, st)
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::chain;
 use crate::held::with_state;
-use crate::state::{self, GLOBAL};
+use crate::state::{self, graph_lock};
 use crate::types::DepKind;
 
 /// Validator counters, from [`stats`].
@@ -36,7 +36,7 @@ pub struct Stats {
 /// A snapshot of the validator's counters. Takes the graph lock briefly.
 pub fn stats() -> Stats {
     let (keys, classes, edges, dependencies) = {
-        let g = GLOBAL.lock();
+        let g = graph_lock();
         let edges = g
             .graph
             .classes
@@ -77,7 +77,7 @@ pub struct DependencyInfo {
 
 /// Every recorded dependency, sorted by class names. Takes the graph lock.
 pub fn dependencies() -> Vec<DependencyInfo> {
-    let g = GLOBAL.lock();
+    let g = graph_lock();
     let mut out = Vec::new();
     for c in g.graph.classes.iter().flatten() {
         for (to, e) in &c.after {
@@ -96,7 +96,7 @@ pub fn dependencies() -> Vec<DependencyInfo> {
 /// The dependency graph in Graphviz DOT: one node per class, one edge per class pair labelled
 /// with its kinds and the sites of its first dependency. Takes the graph lock.
 pub fn dot() -> String {
-    let g = GLOBAL.lock();
+    let g = graph_lock();
     let mut s = String::from("digraph lockdep {\n    node [shape=box];\n");
     for c in g.graph.classes.iter().flatten() {
         let _ = writeln!(s, "    c{} [label={:?}];", c.id.index(), &*c.name);
@@ -131,7 +131,7 @@ pub fn dot() -> String {
 /// which would wait for the lock forever.
 #[doc(hidden)]
 pub fn with_graph_lock_held<R>(f: impl FnOnce() -> R) -> R {
-    let _g = GLOBAL.lock();
+    let _g = graph_lock();
     f()
 }
 
@@ -145,7 +145,7 @@ pub fn with_graph_lock_held<R>(f: impl FnOnce() -> R) -> R {
 /// serialize on a mutex of their own); other threads' held stacks are not touched.
 pub fn reset() {
     {
-        let mut g = GLOBAL.lock();
+        let mut g = graph_lock();
         g.graph.zap_all();
         g.reported_cycles.clear();
         g.reported_misuse.clear();

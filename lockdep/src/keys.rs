@@ -26,7 +26,7 @@ use std::sync::Arc;
 use crate::key::KeyRef;
 use crate::keysync;
 use crate::report::KeyMisuse;
-use crate::state::GLOBAL;
+use crate::state::graph_lock;
 
 /// log2 of the number of buckets. The kernel's `KEYHASH_BITS` is 12; we use more buckets
 /// (512 KiB of zeroed `.bss`, touched only where keys land) so that a million live keys
@@ -218,7 +218,7 @@ impl DynamicKey {
     pub fn register(&self) {
         let site = Location::caller();
         let addr = self.node.as_ptr() as usize;
-        let mut g = GLOBAL.lock();
+        let mut g = graph_lock();
         if walk(addr, self.node().serial) {
             drop(g);
             crate::resolve::misuse(KeyMisuse::DoubleRegister, &self.node().name, site);
@@ -257,7 +257,7 @@ impl DynamicKey {
         // walking this bucket, with the strategy in force (default: hazptr synchronize on
         // the bucket head).
         keysync::unlink_and_wait(bucket_index(addr), head, || {
-            let mut g = GLOBAL.lock();
+            let mut g = graph_lock();
             // Find the link that points at our node.
             let mut link: &AtomicPtr<KeyNode> = head;
             loop {

@@ -17,9 +17,9 @@
 
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{PoisonError, RwLock};
 
 use hazptr::Domain;
-use parking_lot::RwLock;
 
 use crate::keys::KEY_BUCKETS;
 
@@ -82,12 +82,13 @@ static EXTERNAL: AtomicPtr<&'static dyn KeySyncStrategy> = AtomicPtr::new(ptr::n
 /// With `EXTERNAL` null: unregister waits with `synchronize_direct` instead of `synchronize`.
 static DIRECT: AtomicBool = AtomicBool::new(false);
 /// Unregisters hold it shared from unlink to the end of their wait; a switch holds it
-/// exclusively, so no unregister ever straddles two strategies.
+/// exclusively, so no unregister ever straddles two strategies. It guards no data, so
+/// poisoning (a user strategy that panicked) is ignored.
 static SWITCH: RwLock<()> = RwLock::new(());
 
 /// The strategy in force now.
 pub fn key_table_sync() -> KeyTableSync {
-    let _switch = SWITCH.read();
+    let _switch = SWITCH.read().unwrap_or_else(PoisonError::into_inner);
     current()
 }
 
@@ -117,7 +118,7 @@ fn current() -> KeyTableSync {
 /// process: lookups compare the published box's address to detect a switch, so addresses
 /// must never be reused.
 pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
-    let _switch = SWITCH.write();
+    let _switch = SWITCH.write().unwrap_or_else(PoisonError::into_inner);
     let old = current();
     let new_ext = match sync {
         KeyTableSync::External(s) => Box::into_raw(Box::new(s)),
@@ -197,7 +198,7 @@ impl Drop for ExternalSection {
 /// Runs `unlink` and then waits, with the strategy in force, for lookups in bucket `index`
 /// (head `head`). No strategy switch can happen in between.
 pub(crate) fn unlink_and_wait<H>(index: usize, head: *const H, unlink: impl FnOnce() -> bool) {
-    let _switch = SWITCH.read();
+    let _switch = SWITCH.read().unwrap_or_else(PoisonError::into_inner);
     if !unlink() {
         return;
     }

@@ -184,7 +184,7 @@ impl Drop for LockMap {
             None,
         );
         if let KeyRef::Instance(_) = self.key {
-            crate::state::GLOBAL.lock().graph.zap_key(self.key);
+            crate::state::graph_lock().graph.zap_key(self.key);
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::held::{with_state, HeldLock, ThreadState};
 use crate::map::LockMap;
 use crate::policy;
 use crate::report::{LockDesc, Report};
-use crate::state::GLOBAL;
+use crate::state::graph_lock;
 use crate::types::Mode;
 
 type Site = &'static Location<'static>;
@@ -74,7 +74,7 @@ pub(crate) fn check_no_locks_freed(addr: *const u8, len: usize, site: Option<Sit
             .position(|h| h.instance >= lo && h.instance < hi)
         {
             let h = st.remove(i);
-            let g = GLOBAL.lock();
+            let g = graph_lock();
             out.push(Report::HeldLockFreed {
                 thread: thread_desc(st),
                 lock: lock_desc(&g, &h),
@@ -95,7 +95,7 @@ pub(crate) fn check_no_locks_freed(addr: *const u8, len: usize, site: Option<Sit
 /// Called from the thread state's destructor with the locks still held at thread exit.
 pub(crate) fn thread_exit(st: &ThreadState, held: Vec<HeldLock>) {
     let held = {
-        let g = GLOBAL.lock();
+        let g = graph_lock();
         held.iter().map(|h| lock_desc(&g, h)).collect()
     };
     policy::deliver_no_unwind(&Report::LockHeldAtExit {

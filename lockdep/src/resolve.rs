@@ -11,7 +11,7 @@ use crate::keys;
 use crate::map::LockMap;
 use crate::policy;
 use crate::report::{Capacity, KeyMisuse, Report};
-use crate::state::GLOBAL;
+use crate::state::graph_lock;
 use crate::types::{ClassId, MAX_SUBCLASSES};
 
 type Site = &'static Location<'static>;
@@ -28,7 +28,7 @@ pub(crate) fn misuse(kind: KeyMisuse, name: &str, site: Site) {
 
 /// Reports a misuse once per (key serial, kind).
 fn misuse_once(serial: u64, kind: KeyMisuse, name: &str, site: Site) {
-    let first = GLOBAL.lock().reported_misuse.insert((serial, kind));
+    let first = graph_lock().reported_misuse.insert((serial, kind));
     if first {
         misuse(kind, name, site);
     }
@@ -40,7 +40,7 @@ pub(crate) fn holds_key(key: KeyRef) -> bool {
         if st.held.is_empty() {
             return false;
         }
-        let g = GLOBAL.lock();
+        let g = graph_lock();
         st.held
             .iter()
             .any(|h| g.graph.class(h.class).is_some_and(|c| c.key == key))
@@ -77,7 +77,7 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
             return ClassId::NONE;
         }
     }
-    let mut g = GLOBAL.lock();
+    let mut g = graph_lock();
     let found = g
         .graph
         .by_key

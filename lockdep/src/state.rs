@@ -1,15 +1,14 @@
 //! The process-wide validator state behind the graph lock, plus the run-time settings.
 //!
-//! The graph lock is a `parking_lot::Mutex` that the validator takes only on slow paths
+//! The graph lock is a `std::sync::Mutex` that the validator takes only on slow paths
 //! (a new chain, class creation, key register/unregister, reports' name lookups). It never
 //! calls out (no handler, no user code) while holding it, so it cannot deadlock with the
-//! application's locks.
+//! application's locks. A poisoned lock is used as is: a panic under it can only be a
+//! validator bug, and the validator must never turn itself off.
 
 use hashbrown::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::LazyLock;
-
-use parking_lot::Mutex;
+use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use crate::graph::Graph;
 use crate::report::KeyMisuse;
@@ -28,7 +27,12 @@ pub(crate) struct Global {
     pub keys: usize,
 }
 
-pub(crate) static GLOBAL: LazyLock<Mutex<Global>> = LazyLock::new(Default::default);
+static GLOBAL: LazyLock<Mutex<Global>> = LazyLock::new(Default::default);
+
+/// Takes the graph lock. Poisoning is ignored (see the module docs).
+pub(crate) fn graph_lock() -> MutexGuard<'static, Global> {
+    GLOBAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The default held-lock depth limit (the kernel's `MAX_LOCK_DEPTH`).
 pub const DEFAULT_MAX_DEPTH: usize = 48;

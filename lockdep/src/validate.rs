@@ -19,7 +19,7 @@ use crate::policy;
 use crate::report::{Capacity, CircularDependency, Dependency, Report, SameClass, Trace};
 use crate::resolve::resolve_class;
 use crate::search::{self, Step};
-use crate::state::{self, Global, GLOBAL};
+use crate::state::{self, graph_lock, Global};
 use crate::types::{ClassId, DepKind, Mode};
 
 type Site = &'static Location<'static>;
@@ -94,7 +94,7 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
     let reports = with_state(|st| {
         let mut reports = Vec::new();
         if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
-            let g = GLOBAL.lock();
+            let g = graph_lock();
             reports.push(Report::NestLockNotHeld {
                 thread: thread_desc(st),
                 acquiring: lock_desc(&g, &entry),
@@ -125,7 +125,7 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
         if st.cache.contains(key) || chain::global_contains(key) {
             return reports;
         }
-        let mut g = GLOBAL.lock();
+        let mut g = graph_lock();
         let cacheable = validate_chain(&mut g, st, &entry, &mut reports);
         if cacheable {
             chain::global_insert(key);
