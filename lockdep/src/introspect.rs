@@ -5,9 +5,11 @@
 use std::fmt::Write as _;
 
 use crate::chain;
-use crate::held::with_state;
-use crate::state::{self, graph_lock};
-use crate::types::DepKind;
+use crate::graph_lock::graph_lock;
+use crate::mode::DepKind;
+use crate::report;
+use crate::thread::with_state;
+use crate::validate;
 
 /// Validator counters, from [`stats`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -37,18 +39,12 @@ pub struct Stats {
 pub fn stats() -> Stats {
     let (keys, classes, edges, dependencies) = {
         let g = graph_lock();
-        let edges = g
-            .graph
-            .classes
-            .iter()
-            .flatten()
-            .map(|c| c.after.len())
-            .sum();
+        let edges = g.graph.classes().map(|c| c.after.len()).sum();
         (
             g.keys,
             g.graph.class_count(),
             edges,
-            g.graph.dependency_count,
+            g.graph.dependency_count(),
         )
     };
     Stats {
@@ -58,8 +54,8 @@ pub fn stats() -> Stats {
         dependencies,
         chains: chain::count(),
         chain_cache_flushes: chain::flushes(),
-        reports: crate::policy::delivered(),
-        cycles_found: state::cycles_found(),
+        reports: report::delivered(),
+        cycles_found: validate::cycles_found(),
         hazptr_waits: hazptr::Domain::global().stats().synchronize_waits,
     }
 }
@@ -79,13 +75,13 @@ pub struct DependencyInfo {
 pub fn dependencies() -> Vec<DependencyInfo> {
     let g = graph_lock();
     let mut out = Vec::new();
-    for c in g.graph.classes.iter().flatten() {
+    for c in g.graph.classes() {
         for (to, e) in &c.after {
             let Some(t) = g.graph.slot(*to) else { continue };
             out.push(DependencyInfo {
                 from: c.name.to_string(),
                 to: t.name.to_string(),
-                kinds: DepKind::kinds_in(e.kinds).collect(),
+                kinds: e.kinds().collect(),
             });
         }
     }
@@ -98,17 +94,14 @@ pub fn dependencies() -> Vec<DependencyInfo> {
 pub fn dot() -> String {
     let g = graph_lock();
     let mut s = String::from("digraph lockdep {\n    node [shape=box];\n");
-    for c in g.graph.classes.iter().flatten() {
+    for c in g.graph.classes() {
         let _ = writeln!(s, "    c{} [label={:?}];", c.id.index(), &*c.name);
     }
-    for c in g.graph.classes.iter().flatten() {
+    for c in g.graph.classes() {
         for (to, e) in &c.after {
-            let kinds: Vec<String> = DepKind::kinds_in(e.kinds).map(|k| k.to_string()).collect();
+            let kinds: Vec<String> = e.kinds().map(|k| k.to_string()).collect();
             let site = e
-                .sites
-                .iter()
-                .flatten()
-                .next()
+                .first_sites()
                 .map(|x| format!("\\n{} -> {}", x.prev, x.next))
                 .unwrap_or_default();
             let _ = writeln!(
@@ -152,12 +145,5 @@ pub fn reset() {
         g.classes_exhausted_reported = false;
         chain::clear();
     }
-    with_state(|st| {
-        st.held.clear();
-        st.top = 0;
-        st.pins = 0;
-        st.nested = 0;
-        st.cache.clear();
-        st.depth_reported = false;
-    });
+    with_state(|st| st.clear());
 }

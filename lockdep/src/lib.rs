@@ -82,51 +82,71 @@
 //! reports. The validator is process-wide, so tests that use it should be serialized.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
-mod annotate;
-mod chain;
+// The modules in dependency order: each uses only modules above it (checked by
+// `tests/module_graph.rs`).
+//
+// Every fixed size, with the reason for it.
+mod limits;
+// Acquire modes and dependency kinds.
+mod mode;
+// Run-time settings: depth limit, report-once, backtrace capture.
+mod settings;
+// Class ids, the keys classes are made from, the generation table, a lock map's class cache.
 mod class;
-mod describe;
+// Chain keys and the per-thread and global chain caches.
+mod chain;
+// The class table, the dependencies between classes, the strong-path search.
 mod graph;
+// A thread's held-lock stack, as data.
 mod held;
-mod introspect;
-mod key;
-mod keys;
-mod keysync;
-mod map;
-mod policy;
-mod release;
+// What a report says, its text, how it is built, where it goes.
 mod report;
+// The graph lock and what it guards.
+mod graph_lock;
+// Each thread's state in a thread-local: release, freed memory, thread exit.
+mod thread;
+// Static and dynamic keys: the key table and its hazard-pointer-protected lookup.
+mod keys;
+// `LockMap`, the validator's view of one lock.
+mod map;
+// Lock map -> class.
 mod resolve;
-mod search;
-mod state;
-mod types;
+// The acquire hook: chain cache, check_deadlock, check_prevs_add.
 mod validate;
+// Held-lock queries and assertions, mode and subclass changes, pinning, detach/attach.
+mod annotate;
+// Pseudo-locks for waits that are not locks.
+mod pseudo;
+// Counters, the dependency list, DOT output, reset.
+mod introspect;
 
 use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
-    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock, PseudoGuard,
-    PseudoLock,
+    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock,
 };
-pub use class::MAX_CLASSES;
+pub use class::ClassId;
+pub use graph::Trace;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
 };
-pub use key::LockClassKey;
-pub use keys::{DynamicKey, KeyHandle, KEY_BUCKETS};
-pub use keysync::{key_table_sync, set_key_table_sync, KeySyncStrategy, KeyTableSync};
+pub use keys::{
+    key_table_sync, set_key_table_sync, DynamicKey, KeyHandle, KeySyncStrategy, KeyTableSync,
+    LockClassKey,
+};
+pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_SUBCLASSES};
 pub use map::LockMap;
-pub use policy::{set_policy, Handler, Policy};
+pub use mode::{DepKind, Mode};
+pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
-    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
-    ThreadDesc, Trace,
+    set_policy, AssertKind, Capacity, CircularDependency, Dependency, Handler, KeyMisuse, LockDesc,
+    Policy, Report, SameClass, ThreadDesc,
 };
-pub use state::{
-    set_capture_backtraces, set_max_depth, set_report_each_cycle_once, DEFAULT_MAX_DEPTH,
-};
-pub use types::{ClassId, DepKind, Mode, MAX_SUBCLASSES};
+pub use settings::{set_capture_backtraces, set_max_depth, set_report_each_cycle_once};
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
 ///
@@ -163,7 +183,10 @@ pub fn acquire(
 /// [`Report::AssertionFailed`]. No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
-    release::release(map, site);
+    let found = thread::release(map.instance());
+    if found != thread::Release::Released {
+        thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
+    }
 }
 
 /// Validates an acquisition of `map` without holding it afterwards (the kernel's
@@ -171,7 +194,7 @@ pub fn release(map: &LockMap, site: &'static Location<'static>) {
 /// checked the first time it *could* run.
 pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Location<'static>) {
     validate::acquire(map, subclass, mode, false, None, site);
-    release::release(map, site);
+    release(map, site);
 }
 
 /// Checks that no lock this thread holds lives in `[addr, addr + len)`, because that memory is
@@ -179,5 +202,5 @@ pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Locati
 /// is reported as [`Report::HeldLockFreed`] and forgotten. [`LockMap`]'s `Drop` calls this.
 #[track_caller]
 pub fn check_no_locks_freed(addr: *const u8, len: usize) {
-    release::check_no_locks_freed(addr, len, Some(Location::caller()));
+    thread::check_no_locks_freed(addr, len, Some(Location::caller()));
 }

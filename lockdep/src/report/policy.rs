@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::report::Report;
+use super::types::Report;
 
 /// A report callback.
 pub type Handler = Arc<dyn Fn(&Report) + Send + Sync + 'static>;
