@@ -12,6 +12,7 @@ use crate::thread::with_state;
 use crate::validate;
 
 /// Validator counters, from [`stats`].
+#[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Registered dynamic keys.
@@ -61,6 +62,7 @@ pub fn stats() -> Stats {
 }
 
 /// One recorded dependency between two classes, from [`dependencies`].
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DependencyInfo {
     /// The held class.

@@ -8,6 +8,7 @@ use crate::graph::Trace;
 use crate::mode::{DepKind, Mode};
 
 /// The thread a report is about.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadDesc {
     /// `std::thread::Thread::name()`, or `<unnamed>`.
@@ -17,6 +18,7 @@ pub struct ThreadDesc {
 }
 
 /// One lock as it appears in a report: held, being acquired or being released.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockDesc {
     /// The lock class ([`ClassId::NONE`] if the lock is not validated).
@@ -34,6 +36,7 @@ pub struct LockDesc {
 }
 
 /// One dependency of a cycle, with both of its acquisition sites.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dependency {
     /// The class that was held.
@@ -52,6 +55,7 @@ pub struct Dependency {
 }
 
 /// A possible circular locking dependency (a strong cycle in the class graph).
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CircularDependency {
     /// The thread that tried to close the cycle.
@@ -69,6 +73,7 @@ pub struct CircularDependency {
 }
 
 /// A lock of a class this thread already holds, taken in a way that can self-deadlock.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SameClass {
     /// The thread.
@@ -82,6 +87,7 @@ pub struct SameClass {
 }
 
 /// What was wrong with a dynamic key.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyMisuse {
     /// A lock used a key that is not registered (never registered, or already unregistered).
@@ -97,6 +103,7 @@ pub enum KeyMisuse {
 }
 
 /// Which annotation failed.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AssertKind {
     /// `assert_held`: the lock is not held by this thread.
@@ -114,6 +121,7 @@ pub enum AssertKind {
 }
 
 /// Which fixed limit was reached.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Capacity {
     /// The per-thread held-lock depth limit ([`set_max_depth`](crate::set_max_depth)); the
@@ -125,6 +133,7 @@ pub enum Capacity {
 }
 
 /// Everything the validator can report.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Report {
     /// A new dependency would close a strong cycle (kernel: "possible circular locking
@@ -138,6 +147,7 @@ pub enum Report {
     MissingNestingAnnotation(SameClass),
     /// A nest_lock annotation names a lock this thread does not hold (kernel: "Nested lock
     /// was not taken").
+    #[non_exhaustive]
     NestLockNotHeld {
         /// The thread.
         thread: ThreadDesc,
@@ -149,6 +159,7 @@ pub enum Report {
         held: Vec<LockDesc>,
     },
     /// A release of a lock this thread does not hold (kernel: "bad unlock balance detected").
+    #[non_exhaustive]
     BadUnlockBalance {
         /// The thread.
         thread: ThreadDesc,
@@ -158,6 +169,7 @@ pub enum Report {
         held: Vec<LockDesc>,
     },
     /// A held lock's memory was freed or re-initialised (kernel: "held lock freed!").
+    #[non_exhaustive]
     HeldLockFreed {
         /// The thread.
         thread: ThreadDesc,
@@ -172,6 +184,7 @@ pub enum Report {
         held: Vec<LockDesc>,
     },
     /// A thread exited while holding locks (kernel: "lock held when returning to user space").
+    #[non_exhaustive]
     LockHeldAtExit {
         /// The thread.
         thread: ThreadDesc,
@@ -179,6 +192,7 @@ pub enum Report {
         held: Vec<LockDesc>,
     },
     /// A dynamic key was misused (kernel: "key has not been registered!", and friends).
+    #[non_exhaustive]
     KeyMisuse {
         /// The thread.
         thread: ThreadDesc,
@@ -190,6 +204,7 @@ pub enum Report {
         site: &'static Location<'static>,
     },
     /// A lock annotation did not hold (kernel: `lockdep_assert_held()` and friends).
+    #[non_exhaustive]
     AssertionFailed {
         /// The thread.
         thread: ThreadDesc,
@@ -204,6 +219,7 @@ pub enum Report {
     },
     /// A fixed limit was reached (kernel: "BUG: MAX_LOCKDEP_* too low!"). Unlike the kernel,
     /// the validator keeps running.
+    #[non_exhaustive]
     CapacityExhausted {
         /// The thread.
         thread: ThreadDesc,
