@@ -55,32 +55,18 @@ impl PseudoLock {
     /// Holds the pseudo-lock exclusively until the guard drops.
     #[track_caller]
     pub fn enter(&self) -> PseudoGuard<'_> {
-        crate::acquire(
-            &self.map,
-            0,
-            Mode::Exclusive,
-            false,
-            None,
-            Location::caller(),
-        );
-        PseudoGuard {
-            lock: self,
-            _not_send: PhantomData,
-        }
+        self.enter_as(Mode::Exclusive, Location::caller())
     }
 
     /// Holds the pseudo-lock as a recursive reader until the guard drops (for work that may
     /// run nested in itself, like the kernel's `lock_map_acquire_read()`).
     #[track_caller]
     pub fn enter_read(&self) -> PseudoGuard<'_> {
-        crate::acquire(
-            &self.map,
-            0,
-            Mode::RecursiveRead,
-            false,
-            None,
-            Location::caller(),
-        );
+        self.enter_as(Mode::RecursiveRead, Location::caller())
+    }
+
+    fn enter_as(&self, mode: Mode, site: &'static Location<'static>) -> PseudoGuard<'_> {
+        crate::acquire(&self.map, 0, mode, false, None, site);
         PseudoGuard {
             lock: self,
             _not_send: PhantomData,

@@ -54,42 +54,58 @@ fn trace(f: &mut fmt::Formatter<'_>, d: &Dependency) -> fmt::Result {
     }
 }
 
-fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
-    banner(f, "WARNING: possible circular locking dependency detected")?;
+/// The head of a report about an acquisition: the banner, the lock being acquired and, for a
+/// conflict between two locks, the held one.
+fn acquisition(
+    f: &mut fmt::Formatter<'_>,
+    title: &str,
+    thread: &ThreadDesc,
+    acquiring: &LockDesc,
+    holding: Option<&LockDesc>,
+) -> fmt::Result {
+    banner(f, title)?;
     writeln!(
         f,
         "{}/{} is trying to acquire lock:",
-        c.thread.name, c.thread.id
+        thread.name, thread.id
     )?;
-    lock_line(f, &c.acquiring)?;
-    writeln!(f, "\nbut task is already holding lock:")?;
-    lock_line(f, &c.holding)?;
+    lock_line(f, acquiring)?;
+    match holding {
+        Some(h) => {
+            writeln!(f, "\nbut task is already holding lock:")?;
+            lock_line(f, h)
+        }
+        None => Ok(()),
+    }
+}
+
+/// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken.
+fn chain_link(f: &mut fmt::Formatter<'_>, k: usize, d: &Dependency, acquired: &str) -> fmt::Result {
+    writeln!(f, "\n-> #{k} ({}):", d.to)?;
+    writeln!(
+        f,
+        "       {} {acquired} at {} [{}]",
+        d.to, d.to_site, d.kind
+    )?;
+    writeln!(
+        f,
+        "       while holding {} acquired at {}",
+        d.from, d.from_site
+    )?;
+    trace(f, d)
+}
+
+fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
+    let title = "WARNING: possible circular locking dependency detected";
+    acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
     writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
     let n = c.cycle.len();
     for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
-        writeln!(f, "\n-> #{k} ({}):", d.to)?;
-        writeln!(f, "       {} acquired at {} [{}]", d.to, d.to_site, d.kind)?;
-        writeln!(
-            f,
-            "       while holding {} acquired at {}",
-            d.from, d.from_site
-        )?;
-        trace(f, d)?;
+        chain_link(f, k, d, "acquired")?;
     }
     if let Some(d) = c.cycle.first() {
-        writeln!(f, "\n-> #0 ({}):", d.to)?;
-        writeln!(
-            f,
-            "       {} being acquired at {} [{}]",
-            d.to, d.to_site, d.kind
-        )?;
-        writeln!(
-            f,
-            "       while holding {} acquired at {}",
-            d.from, d.from_site
-        )?;
-        trace(f, d)?;
+        chain_link(f, 0, d, "being acquired")?;
     }
     writeln!(f, "\nother info that might help us debug this:\n")?;
     // The class that depends on `holding` last on the path (the kernel's "parent").
@@ -112,15 +128,8 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
 }
 
 fn same_class(f: &mut fmt::Formatter<'_>, s: &SameClass, same_instance: bool) -> fmt::Result {
-    banner(f, "WARNING: possible recursive locking detected")?;
-    writeln!(
-        f,
-        "{}/{} is trying to acquire lock:",
-        s.thread.name, s.thread.id
-    )?;
-    lock_line(f, &s.acquiring)?;
-    writeln!(f, "\nbut task is already holding lock:")?;
-    lock_line(f, &s.holding)?;
+    let title = "WARNING: possible recursive locking detected";
+    acquisition(f, title, &s.thread, &s.acquiring, Some(&s.holding))?;
     writeln!(f, "\nother info that might help us debug this:")?;
     writeln!(f, " Possible unsafe locking scenario:\n")?;
     writeln!(f, "       CPU0")?;
@@ -151,13 +160,8 @@ impl fmt::Display for Report {
                 nest_lock,
                 held,
             } => {
-                banner(f, "WARNING: Nested lock was not taken")?;
-                writeln!(
-                    f,
-                    "{}/{} is trying to acquire lock:",
-                    thread.name, thread.id
-                )?;
-                lock_line(f, acquiring)?;
+                let title = "WARNING: Nested lock was not taken";
+                acquisition(f, title, thread, acquiring, None)?;
                 writeln!(f, "\nbut its nest lock {nest_lock} is not held.\n")?;
                 held_block(f, thread, held)
             }
