@@ -25,11 +25,45 @@
 //! reader that may queue behind a waiting writer (`RwLock::read`), and
 //! [`Mode::RecursiveRead`] for `read_recursive`. `subclass` (0..[`MAX_SUBCLASSES`]) and
 //! `nest_lock` are the kernel's `*_lock_nested()` and `*_lock_nest_lock()` annotations.
-//! `site` is the caller's `Location::caller()` (make the wrapper methods `#[track_caller]`).
+//! `site` is the source location a report names for the operation; it is only displayed. Pass
+//! `Location::caller()` from `#[track_caller]` wrapper methods, so that it is the user's call
+//! (`lock()`, an explicit `unlock()`). A guard's `Drop::drop` cannot be `#[track_caller]`, so
+//! for a release by guard drop it is a location in the wrapper's drop code (or wherever the
+//! wrapper recorded it, e.g. when the guard was created), not the place where the guard went
+//! out of scope.
 //!
 //! A report is delivered before `acquire` returns, i.e. before the real lock can block, so a
 //! self-deadlock is reported instead of hanging. With [`Policy::Panic`] the panic happens
 //! before the lock is marked held.
+//!
+//! # The life of an acquisition
+//!
+//! `validate::acquire` takes the lock's data through these modules, in this order (their
+//! imports point the other way: from `validate` down to plain values, see the module list in
+//! `lib.rs`):
+//!
+//! 1. **Lock map → class** (`resolve`, `class`): the [`LockMap`] caches the class id of its
+//!    subclass (`class::cached`); one load of the class's generation word
+//!    (`class::generation`) says the id is still live. Otherwise the class is looked up under
+//!    the graph lock (`graph_lock`) in the class table (`graph::table`), and created there if
+//!    new. A [`DynamicKey`]'s registration is checked first, lock-free, by the hazard-pointer
+//!    protected bucket walk of `keys::lookup`.
+//! 2. **Held stack** (`thread`, `held`): the thread's held-lock stack, in a thread-local; the
+//!    new entry's chain key extends the stack's (`held::entry`).
+//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's direct-mapped
+//!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
+//!    with no lock taken and no shared write. That is the fast path.
+//! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
+//!    held?), then `check_prevs_add`: for each new dependency `prev -> next`, the strong-path
+//!    search (`graph::search`) looks for a path `next ->* prev`; if there is none the
+//!    dependency is recorded (`graph::table`) and the chain cached.
+//! 5. **Report** (`report`): a problem is built into a [`Report`] (`report::build`) while the
+//!    graph lock is held, and delivered by the [`Policy`] (`report::policy`) after it is
+//!    released, before the entry is pushed.
+//!
+//! [`release`] is the reverse of step 2 (`thread::release`): the entry leaves the stack and
+//! the chain keys above it are recomputed. Freed lock memory and thread exit are checked in
+//! `thread` too.
 //!
 //! # Rules (from the kernel)
 //!
@@ -158,7 +192,8 @@ pub use settings::{set_capture_backtraces, set_max_depth, set_report_each_cycle_
 ///   but gets no dependency into it and is not checked.
 /// - `nest_lock`: a held lock that serializes nesting of this lock's class
 ///   (`*_lock_nest_lock()`); if it is not held, [`Report::NestLockNotHeld`] is reported.
-/// - `site`: where the caller acquires the lock.
+/// - `site`: the location reports name for this acquisition (see the crate docs), normally
+///   the user's call of the wrapper's lock method.
 ///
 /// For a blocking acquire, call it **before** the real lock may block: reports are delivered
 /// before it returns. Cost: on a chain seen before, a per-thread hash probe, no lock and no
@@ -180,7 +215,8 @@ pub fn acquire(
 /// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
 /// may be anywhere in the held stack (out-of-order unlock is allowed). Releasing a lock this
 /// thread does not hold gives [`Report::BadUnlockBalance`]; releasing a pinned lock gives
-/// [`Report::AssertionFailed`]. No lock taken on the normal path.
+/// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop, a
+/// location in the wrapper, see the crate docs). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     let found = thread::release(map.instance());
