@@ -29,8 +29,8 @@ fn percentiles(mut ns: Vec<u64>) -> (u64, u64, u64) {
     (at(0.5), at(0.99), at(0.999))
 }
 
-/// Per-operation latency percentiles, from blocks of 10 operations (the clock's resolution on
-/// a VM can be tens of nanoseconds).
+/// Per-operation latency percentiles, from blocks of 10 operations (a virtual machine's clock
+/// can be coarser than one operation).
 fn register_unregister(samples: usize) -> (u64, u64, u64) {
     const BLOCK: usize = 10;
     let mut ns = Vec::with_capacity(samples / BLOCK);

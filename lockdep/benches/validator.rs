@@ -1,7 +1,7 @@
-//! Hot-path benchmarks against plain parking_lot and tracing-mutex 0.3.3, the cases of the
-//! anchors' table: a nested pair on a known chain, two threads on private pairs, and a new
-//! dependency (with key churn). "lockdep" is parking_lot plus the `acquire`/`release` calls a
-//! lock wrapper makes.
+//! Hot-path benchmarks against plain parking_lot and tracing-mutex 0.3.3, in the same run: a
+//! nested pair on a known chain, two threads on private pairs, a new dependency (with key
+//! churn), and a new dependency in front of a long chain (results: `BENCHMARKS.md`).
+//! "lockdep" is parking_lot plus the `acquire`/`release` calls a lock wrapper makes.
 
 use std::hint::black_box;
 use std::panic::Location;
@@ -170,8 +170,8 @@ fn new_dependency(c: &mut Criterion) {
 }
 
 /// A new dependency `X -> head` in front of a recorded chain of `N` classes: the cycle check
-/// (BFS here, a Pearce–Kelly reorder in tracing-mutex) walks the whole chain. The anchors'
-/// "new edge against the order" case.
+/// (BFS here, a Pearce–Kelly reorder in tracing-mutex) walks the whole chain: a new
+/// dependency against the recorded order.
 fn new_edge_against_long_chain(c: &mut Criterion) {
     const N: usize = 1000;
     let mut g = c.benchmark_group("new_edge_before_1000_chain");

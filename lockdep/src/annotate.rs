@@ -1,29 +1,24 @@
-//! Annotations: held-lock assertions and queries, pinning, and pseudo-locks.
+//! Annotations on held locks: queries, assertions, mode and subclass changes, pinning, and
+//! moving a held lock to another thread.
 //!
-//! Kernel counterparts: `lockdep_assert_held*()`, `lockdep_assert_not_held()`,
-//! `lockdep_assert_none_held_once()`, `lock_is_held_type()`, `lockdep_pin_lock()`,
-//! `might_lock()` and the `lock_map_acquire()` / `lock_map_release()` pseudo-locks.
+//! Kernel counterparts: `lock_is_held_type()`, `lockdep_assert_held*()`,
+//! `lockdep_assert_not_held()`, `lockdep_assert_none_held_once()`, `lock_downgrade()`,
+//! `lock_set_subclass()` and `lockdep_pin_lock()`.
 
-use std::marker::PhantomData;
 use std::panic::Location;
 
-use crate::describe::{held_descs, thread_desc};
-use crate::held::with_state;
+use crate::graph_lock::graph_lock;
+use crate::held::HeldLock;
 use crate::map::LockMap;
-use crate::policy;
-use crate::report::{AssertKind, LockDesc, Report};
-use crate::types::Mode;
+use crate::mode::Mode;
+use crate::report::{self, build, AssertKind, LockDesc};
+use crate::resolve::resolve_class;
+use crate::thread::with_state;
 
 fn fail(kind: AssertKind, lock: &str, site: &'static Location<'static>) {
-    let r = with_state(|st| Report::AssertionFailed {
-        thread: thread_desc(st),
-        kind,
-        lock: lock.to_owned(),
-        site,
-        held: held_descs(st),
-    });
+    let r = with_state(|st| build::assertion_failed(&graph_lock().graph, st, kind, lock, site));
     if let Some(r) = r {
-        policy::deliver(vec![r]);
+        report::deliver(vec![r]);
     }
 }
 
@@ -35,12 +30,12 @@ pub fn is_held(map: &LockMap) -> bool {
 /// The number of locks this thread holds, pseudo-locks and unvalidated locks included (the
 /// same entries [`held_locks`] lists and [`is_held`] searches). Thread-local, no lock taken.
 pub fn held_count() -> usize {
-    with_state(|st| st.held.len()).unwrap_or(0)
+    with_state(|st| st.entries().len()).unwrap_or(0)
 }
 
 /// This thread's held locks, bottom first. Takes the graph lock briefly for class names.
 pub fn held_locks() -> Vec<LockDesc> {
-    with_state(|st| held_descs(st)).unwrap_or_default()
+    with_state(|st| build::held(&graph_lock().graph, st)).unwrap_or_default()
 }
 
 /// Reports [`AssertKind::NotHeld`] unless this thread holds `map`
@@ -57,7 +52,7 @@ pub fn assert_held(map: &LockMap) {
 #[track_caller]
 pub fn assert_held_mode(map: &LockMap, mode: Mode) {
     let site = Location::caller();
-    match with_state(|st| st.find(map.instance()).map(|i| st.held[i].mode)).flatten() {
+    match with_state(|st| st.find(map.instance()).map(|i| st.entries()[i].mode)).flatten() {
         None => fail(AssertKind::NotHeld, map.name(), site),
         Some(m) if m.is_read() != mode.is_read() => fail(AssertKind::WrongMode, map.name(), site),
         Some(_) => {}
@@ -108,7 +103,7 @@ pub fn set_held_mode(map: &LockMap, mode: Mode) {
 #[track_caller]
 pub fn set_held_subclass(map: &LockMap, subclass: u8) {
     let site = Location::caller();
-    let class = crate::resolve::resolve_class(map, subclass, site);
+    let class = resolve_class(map, subclass, site);
     let ok = with_state(|st| match st.find(map.instance()) {
         Some(i) => {
             st.set_class(i, class, subclass);
@@ -128,8 +123,7 @@ pub fn set_held_subclass(map: &LockMap, subclass: u8) {
 pub fn pin(map: &LockMap) {
     let ok = with_state(|st| match st.find(map.instance()) {
         Some(i) => {
-            st.held[i].pin_count += 1;
-            st.pins += 1;
+            st.pin(i);
             true
         }
         None => false,
@@ -142,115 +136,9 @@ pub fn pin(map: &LockMap) {
 /// Undoes one [`pin`]; reports [`AssertKind::BadUnpin`] if the lock is not held or not pinned.
 #[track_caller]
 pub fn unpin(map: &LockMap) {
-    let ok = with_state(|st| match st.find(map.instance()) {
-        Some(i) if st.held[i].pin_count > 0 => {
-            st.held[i].pin_count -= 1;
-            st.pins -= 1;
-            true
-        }
-        _ => false,
-    });
+    let ok = with_state(|st| st.find(map.instance()).is_some_and(|i| st.unpin(i)));
     if ok == Some(false) {
         fail(AssertKind::BadUnpin, map.name(), Location::caller());
-    }
-}
-
-/// A lock that exists only for the validator: a wait that is not a lock (a condvar wait, a
-/// thread join, a flush, a channel receive) modelled as one, like the kernel's
-/// `lockdep_map`-only pseudo-locks (`lock_map_acquire()`, e.g. `(wq_completion)`).
-///
-/// The side that *does the work* runs inside [`enter`](Self::enter); the side that *waits for
-/// it* calls [`wait`](Self::wait). Holding lock A while waiting, when the work takes A, is
-/// then reported as the cycle A → pseudo → A.
-///
-/// `Send + Sync`; its guards are `!Send` (a held lock belongs to a thread).
-///
-/// ```
-/// let join = lockdep::PseudoLock::new("worker-join");
-/// {
-///     let _work = join.enter(); // in the worker, around its body
-/// }
-/// join.wait(); // in the joiner, before it blocks on join()
-/// ```
-#[derive(Debug)]
-pub struct PseudoLock {
-    map: LockMap,
-}
-
-impl PseudoLock {
-    /// A pseudo-lock whose class is the caller's location.
-    #[track_caller]
-    pub fn new(name: &'static str) -> PseudoLock {
-        PseudoLock {
-            map: LockMap::new(name),
-        }
-    }
-
-    /// A pseudo-lock whose class is a static key.
-    pub fn with_key(name: &'static str, key: &'static crate::LockClassKey) -> PseudoLock {
-        PseudoLock {
-            map: LockMap::with_key(name, key),
-        }
-    }
-
-    /// The underlying map (to pass to [`crate::acquire`] or the assertions).
-    pub fn map(&self) -> &LockMap {
-        &self.map
-    }
-
-    /// Holds the pseudo-lock exclusively until the guard drops.
-    #[track_caller]
-    pub fn enter(&self) -> PseudoGuard<'_> {
-        crate::acquire(
-            &self.map,
-            0,
-            Mode::Exclusive,
-            false,
-            None,
-            Location::caller(),
-        );
-        PseudoGuard {
-            lock: self,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// Holds the pseudo-lock as a recursive reader until the guard drops (for work that may
-    /// run nested in itself, like the kernel's `lock_map_acquire_read()`).
-    #[track_caller]
-    pub fn enter_read(&self) -> PseudoGuard<'_> {
-        crate::acquire(
-            &self.map,
-            0,
-            Mode::RecursiveRead,
-            false,
-            None,
-            Location::caller(),
-        );
-        PseudoGuard {
-            lock: self,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// Validates an acquire of the pseudo-lock and releases it at once (kernel: the
-    /// `lock_map_acquire(); lock_map_release();` pair in `flush_work()`).
-    #[track_caller]
-    pub fn wait(&self) {
-        crate::might_lock(&self.map, 0, Mode::Exclusive, Location::caller());
-    }
-}
-
-/// Holds a [`PseudoLock`]; releases it on drop. `!Send`: held locks belong to a thread.
-#[derive(Debug)]
-pub struct PseudoGuard<'a> {
-    lock: &'a PseudoLock,
-    _not_send: PhantomData<*const ()>,
-}
-
-impl Drop for PseudoGuard<'_> {
-    fn drop(&mut self) {
-        crate::release(&self.lock.map, Location::caller());
     }
 }
 
@@ -259,7 +147,7 @@ impl Drop for PseudoGuard<'_> {
 #[must_use = "attach it on the thread that now holds the lock"]
 #[derive(Debug)]
 pub struct DetachedLock {
-    entry: crate::held::HeldLock,
+    entry: HeldLock,
 }
 
 /// Removes a held lock from this thread's held stack without a report, so that another
@@ -290,6 +178,9 @@ impl DetachedLock {
         e.nest_lock = 0;
         e.pin_count = 0;
         e.site = Location::caller();
-        with_state(|st| st.push(e));
+        with_state(|st| {
+            let next = st.next(e);
+            st.push(next);
+        });
     }
 }

@@ -1,7 +1,9 @@
 //! Chain keys and the chain cache.
 //!
 //! A chain key is a 64-bit hash of the held-lock stack including the lock being acquired,
-//! computed incrementally (the kernel's `iterate_chain_key()`). A chain that was validated
+//! computed incrementally (the kernel's `iterate_chain_key()`): [`extend`] adds one held lock,
+//! and `HeldLock::chain_key_on` (its only caller) decides which fields of a held lock are part
+//! of the chain. A chain that was validated
 //! once is remembered, so the next identical acquisition skips validation: first in a small
 //! per-thread direct-mapped cache (no shared memory touched), then in a global lock-free
 //! open-addressing table that is only *read* on the fast path. Inserts happen under the graph
@@ -11,13 +13,11 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use crate::types::{ClassId, Mode};
-
-/// Number of slots in the global chain table.
-pub const CHAIN_TABLE_SLOTS: usize = 1 << 16;
-const PROBE: usize = 16;
-/// Number of slots in each thread's chain cache.
-pub(crate) const LOCAL_SLOTS: usize = 64;
+use crate::class::ClassId;
+use crate::limits::{
+    CHAIN_TABLE_PROBE as PROBE, CHAIN_TABLE_SLOTS, LOCAL_CHAIN_SLOTS as LOCAL_SLOTS,
+};
+use crate::mode::Mode;
 
 /// Zero-initialized static (.bss), so lookups need no lazy-initialization check.
 static TABLE: [AtomicU64; CHAIN_TABLE_SLOTS] = [const { AtomicU64::new(0) }; CHAIN_TABLE_SLOTS];
@@ -34,15 +34,16 @@ fn fold_mul(a: u64, b: u64) -> u64 {
 
 /// Extends chain key `prev` (0 for the empty stack) with one held lock. Never returns 0.
 ///
-/// The mode and trylock flag are part of the key (locking-selftest `rlock_chaincache_ABBA1`
-/// needs the mode; the trylock flag decides which edges the chain produced), and so is
-/// `nested` (an acquisition covered by a held nest_lock is validated differently).
+/// The mode and trylock flag are part of the key (the kernel's locking selftest
+/// `rlock_chaincache_ABBA1` needs the mode; the trylock flag decides which dependencies the
+/// chain produced), and so is `nested` (an acquisition covered by a held nest_lock is validated
+/// differently).
 #[inline]
-pub(crate) fn mix(prev: u64, class: ClassId, mode: Mode, trylock: bool, nested: bool) -> u64 {
+pub(crate) fn extend(prev: u64, class: ClassId, mode: Mode, trylock: bool, nested: bool) -> u64 {
     let tag = mode.code() | (u64::from(trylock) << 2) | (u64::from(nested) << 3);
     // The class and tag are spread by one multiply (off the critical path: they do not depend
     // on `prev`), then folded with `prev` by one more.
-    let entry = fold_mul(class.0 ^ (tag << 56), 0x9e37_79b9_7f4a_7c15);
+    let entry = fold_mul(class.to_bits() ^ (tag << 56), 0x9e37_79b9_7f4a_7c15);
     let k = fold_mul(prev.rotate_left(23) ^ entry, 0xa076_1d64_78bd_642f);
     if k == 0 {
         1
@@ -143,5 +144,93 @@ impl LocalCache {
 
     pub(crate) fn clear(&mut self) {
         self.slots = [0; LOCAL_SLOTS];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(i: u32) -> ClassId {
+        ClassId::new(i, 1)
+    }
+
+    #[test]
+    fn chain_key_depends_on_order_and_on_every_field() {
+        let base = extend(0, class(1), Mode::Exclusive, false, false);
+        let ab = extend(base, class(2), Mode::Exclusive, false, false);
+        let ba = extend(
+            extend(0, class(2), Mode::Exclusive, false, false),
+            class(1),
+            Mode::Exclusive,
+            false,
+            false,
+        );
+        assert_ne!(ab, ba, "A then B is another chain than B then A");
+        assert_eq!(ab, extend(base, class(2), Mode::Exclusive, false, false));
+        let variants = [
+            extend(base, class(3), Mode::Exclusive, false, false),
+            extend(base, ClassId::new(2, 3), Mode::Exclusive, false, false),
+            extend(base, class(2), Mode::Read, false, false),
+            extend(base, class(2), Mode::RecursiveRead, false, false),
+            extend(base, class(2), Mode::Exclusive, true, false),
+            extend(base, class(2), Mode::Exclusive, false, true),
+            extend(0, class(2), Mode::Exclusive, false, false),
+        ];
+        for (i, v) in variants.iter().enumerate() {
+            assert_ne!(*v, ab, "variant {i}");
+        }
+    }
+
+    #[test]
+    fn chain_key_is_never_zero() {
+        // 0 means "empty stack" and "empty slot"; spot-check many inputs, the unvalidated
+        // class included.
+        let mut k = 0;
+        for i in 0..10_000u32 {
+            k = extend(
+                k,
+                if i % 7 == 0 { ClassId::NONE } else { class(i) },
+                Mode::Exclusive,
+                i % 3 == 0,
+                false,
+            );
+            assert_ne!(k, 0);
+        }
+    }
+
+    #[test]
+    fn local_cache_is_direct_mapped() {
+        let mut c = LocalCache::new();
+        let (k1, k2) = (5, 5 + LOCAL_SLOTS as u64);
+        assert!(!c.contains(k1));
+        c.insert(k1);
+        assert!(c.contains(k1));
+        c.insert(k2);
+        assert!(c.contains(k2));
+        assert!(!c.contains(k1), "same slot: the newer key evicts the older");
+        c.clear();
+        assert!(!c.contains(k2));
+    }
+
+    /// The global table is process-wide, so this is the only unit test that touches it.
+    #[test]
+    fn global_table_flushes_when_a_probe_window_is_full() {
+        // Keys that all start probing at the same slot.
+        let keys: Vec<u64> = (1..=PROBE as u64 + 1)
+            .map(|i| i * CHAIN_TABLE_SLOTS as u64 + 12_345)
+            .collect();
+        let before = flushes();
+        for &k in &keys[..PROBE] {
+            global_insert(k);
+        }
+        assert!(keys[..PROBE].iter().all(|&k| global_contains(k)));
+        assert!(!global_contains(keys[PROBE]));
+        global_insert(keys[PROBE]);
+        assert_eq!(flushes(), before + 1);
+        assert!(global_contains(keys[PROBE]));
+        assert!(!global_contains(keys[0]), "the flush emptied the table");
+        clear();
+        assert_eq!(count(), 0);
     }
 }

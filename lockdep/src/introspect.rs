@@ -5,11 +5,14 @@
 use std::fmt::Write as _;
 
 use crate::chain;
-use crate::held::with_state;
-use crate::state::{self, GLOBAL};
-use crate::types::DepKind;
+use crate::graph_lock::graph_lock;
+use crate::mode::DepKind;
+use crate::report;
+use crate::thread::with_state;
+use crate::validate;
 
 /// Validator counters, from [`stats`].
+#[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Registered dynamic keys.
@@ -36,19 +39,13 @@ pub struct Stats {
 /// A snapshot of the validator's counters. Takes the graph lock briefly.
 pub fn stats() -> Stats {
     let (keys, classes, edges, dependencies) = {
-        let g = GLOBAL.lock();
-        let edges = g
-            .graph
-            .classes
-            .iter()
-            .flatten()
-            .map(|c| c.after.len())
-            .sum();
+        let g = graph_lock();
+        let edges = g.graph.classes().map(|c| c.after.len()).sum();
         (
             g.keys,
             g.graph.class_count(),
             edges,
-            g.graph.dependency_count,
+            g.graph.dependency_count(),
         )
     };
     Stats {
@@ -58,13 +55,14 @@ pub fn stats() -> Stats {
         dependencies,
         chains: chain::count(),
         chain_cache_flushes: chain::flushes(),
-        reports: crate::policy::delivered(),
-        cycles_found: state::cycles_found(),
+        reports: report::delivered(),
+        cycles_found: validate::cycles_found(),
         hazptr_waits: hazptr::Domain::global().stats().synchronize_waits,
     }
 }
 
 /// One recorded dependency between two classes, from [`dependencies`].
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DependencyInfo {
     /// The held class.
@@ -77,15 +75,15 @@ pub struct DependencyInfo {
 
 /// Every recorded dependency, sorted by class names. Takes the graph lock.
 pub fn dependencies() -> Vec<DependencyInfo> {
-    let g = GLOBAL.lock();
+    let g = graph_lock();
     let mut out = Vec::new();
-    for c in g.graph.classes.iter().flatten() {
+    for c in g.graph.classes() {
         for (to, e) in &c.after {
             let Some(t) = g.graph.slot(*to) else { continue };
             out.push(DependencyInfo {
                 from: c.name.to_string(),
                 to: t.name.to_string(),
-                kinds: DepKind::kinds_in(e.kinds).collect(),
+                kinds: e.kinds().collect(),
             });
         }
     }
@@ -96,19 +94,16 @@ pub fn dependencies() -> Vec<DependencyInfo> {
 /// The dependency graph in Graphviz DOT: one node per class, one edge per class pair labelled
 /// with its kinds and the sites of its first dependency. Takes the graph lock.
 pub fn dot() -> String {
-    let g = GLOBAL.lock();
+    let g = graph_lock();
     let mut s = String::from("digraph lockdep {\n    node [shape=box];\n");
-    for c in g.graph.classes.iter().flatten() {
+    for c in g.graph.classes() {
         let _ = writeln!(s, "    c{} [label={:?}];", c.id.index(), &*c.name);
     }
-    for c in g.graph.classes.iter().flatten() {
+    for c in g.graph.classes() {
         for (to, e) in &c.after {
-            let kinds: Vec<String> = DepKind::kinds_in(e.kinds).map(|k| k.to_string()).collect();
+            let kinds: Vec<String> = e.kinds().map(|k| k.to_string()).collect();
             let site = e
-                .sites
-                .iter()
-                .flatten()
-                .next()
+                .first_sites()
                 .map(|x| format!("\\n{} -> {}", x.prev, x.next))
                 .unwrap_or_default();
             let _ = writeln!(
@@ -131,7 +126,7 @@ pub fn dot() -> String {
 /// which would wait for the lock forever.
 #[doc(hidden)]
 pub fn with_graph_lock_held<R>(f: impl FnOnce() -> R) -> R {
-    let _g = GLOBAL.lock();
+    let _g = graph_lock();
     f()
 }
 
@@ -145,19 +140,12 @@ pub fn with_graph_lock_held<R>(f: impl FnOnce() -> R) -> R {
 /// serialize on a mutex of their own); other threads' held stacks are not touched.
 pub fn reset() {
     {
-        let mut g = GLOBAL.lock();
+        let mut g = graph_lock();
         g.graph.zap_all();
         g.reported_cycles.clear();
         g.reported_misuse.clear();
         g.classes_exhausted_reported = false;
         chain::clear();
     }
-    with_state(|st| {
-        st.held.clear();
-        st.top = 0;
-        st.pins = 0;
-        st.nested = 0;
-        st.cache.clear();
-        st.depth_reported = false;
-    });
+    with_state(|st| st.clear());
 }

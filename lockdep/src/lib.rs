@@ -25,11 +25,45 @@
 //! reader that may queue behind a waiting writer (`RwLock::read`), and
 //! [`Mode::RecursiveRead`] for `read_recursive`. `subclass` (0..[`MAX_SUBCLASSES`]) and
 //! `nest_lock` are the kernel's `*_lock_nested()` and `*_lock_nest_lock()` annotations.
-//! `site` is the caller's `Location::caller()` (make the wrapper methods `#[track_caller]`).
+//! `site` is the source location a report names for the operation; it is only displayed. Pass
+//! `Location::caller()` from `#[track_caller]` wrapper methods, so that it is the user's call
+//! (`lock()`, an explicit `unlock()`). A guard's `Drop::drop` cannot be `#[track_caller]`, so
+//! for a release by guard drop it is a location in the wrapper's drop code (or wherever the
+//! wrapper recorded it, e.g. when the guard was created), not the place where the guard went
+//! out of scope.
 //!
 //! A report is delivered before `acquire` returns, i.e. before the real lock can block, so a
 //! self-deadlock is reported instead of hanging. With [`Policy::Panic`] the panic happens
 //! before the lock is marked held.
+//!
+//! # The life of an acquisition
+//!
+//! `validate::acquire` takes the lock's data through these modules, in this order (their
+//! imports point the other way: from `validate` down to plain values, see the module list in
+//! `lib.rs`):
+//!
+//! 1. **Lock map → class** (`resolve`, `class`): the [`LockMap`] caches the class id of its
+//!    subclass (`class::cached`); one load of the class's generation word
+//!    (`class::generation`) says the id is still live. Otherwise the class is looked up under
+//!    the graph lock (`graph_lock`) in the class table (`graph::table`), and created there if
+//!    new. A [`DynamicKey`]'s registration is checked first, lock-free, by the hazard-pointer
+//!    protected bucket walk of `keys::lookup`.
+//! 2. **Held stack** (`thread`, `held`): the thread's held-lock stack, in a thread-local; the
+//!    new entry's chain key extends the stack's (`held::entry`).
+//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's direct-mapped
+//!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
+//!    with no lock taken and no shared write. That is the fast path.
+//! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
+//!    held?), then `check_prevs_add`: for each new dependency `prev -> next`, the strong-path
+//!    search (`graph::search`) looks for a path `next ->* prev`; if there is none the
+//!    dependency is recorded (`graph::table`) and the chain cached.
+//! 5. **Report** (`report`): a problem is built into a [`Report`] (`report::build`) while the
+//!    graph lock is held, and delivered by the [`Policy`] (`report::policy`) after it is
+//!    released, before the entry is pushed.
+//!
+//! [`release`] is the reverse of step 2 (`thread::release`): the entry leaves the stack and
+//! the chain keys above it are recomputed. Freed lock memory and thread exit are checked in
+//! `thread` too.
 //!
 //! # Rules (from the kernel)
 //!
@@ -82,51 +116,71 @@
 //! reports. The validator is process-wide, so tests that use it should be serialized.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
-mod annotate;
-mod chain;
+// The modules in dependency order: each uses only modules above it (checked by
+// `tests/module_graph.rs`).
+//
+// Every fixed size, with the reason for it.
+mod limits;
+// Acquire modes and dependency kinds.
+mod mode;
+// Run-time settings: depth limit, report-once, backtrace capture.
+mod settings;
+// Class ids, the keys classes are made from, the generation table, a lock map's class cache.
 mod class;
-mod describe;
+// Chain keys and the per-thread and global chain caches.
+mod chain;
+// The class table, the dependencies between classes, the strong-path search.
 mod graph;
+// A thread's held-lock stack, as data.
 mod held;
-mod introspect;
-mod key;
-mod keys;
-mod keysync;
-mod map;
-mod policy;
-mod release;
+// What a report says, its text, how it is built, where it goes.
 mod report;
+// The graph lock and what it guards.
+mod graph_lock;
+// Each thread's state in a thread-local: release, freed memory, thread exit.
+mod thread;
+// Static and dynamic keys: the key table and its hazard-pointer-protected lookup.
+mod keys;
+// `LockMap`, the validator's view of one lock.
+mod map;
+// Lock map -> class.
 mod resolve;
-mod search;
-mod state;
-mod types;
+// The acquire hook: chain cache, check_deadlock, check_prevs_add.
 mod validate;
+// Held-lock queries and assertions, mode and subclass changes, pinning, detach/attach.
+mod annotate;
+// Pseudo-locks for waits that are not locks.
+mod pseudo;
+// Counters, the dependency list, DOT output, reset.
+mod introspect;
 
 use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
-    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock, PseudoGuard,
-    PseudoLock,
+    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock,
 };
-pub use class::MAX_CLASSES;
+pub use class::ClassId;
+pub use graph::Trace;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
 };
-pub use key::LockClassKey;
-pub use keys::{DynamicKey, KeyHandle, KEY_BUCKETS};
-pub use keysync::{key_table_sync, set_key_table_sync, KeySyncStrategy, KeyTableSync};
+pub use keys::{
+    key_table_sync, set_key_table_sync, DynamicKey, KeyHandle, KeySyncStrategy, KeyTableSync,
+    LockClassKey,
+};
+pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_SUBCLASSES};
 pub use map::LockMap;
-pub use policy::{set_policy, Handler, Policy};
+pub use mode::{DepKind, Mode};
+pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
-    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
-    ThreadDesc, Trace,
+    set_policy, AssertKind, Capacity, CircularDependency, Dependency, Handler, KeyMisuse, LockDesc,
+    Policy, Report, SameClass, ThreadDesc,
 };
-pub use state::{
-    set_capture_backtraces, set_max_depth, set_report_each_cycle_once, DEFAULT_MAX_DEPTH,
-};
-pub use types::{ClassId, DepKind, Mode, MAX_SUBCLASSES};
+pub use settings::{set_capture_backtraces, set_max_depth, set_report_each_cycle_once};
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
 ///
@@ -138,7 +192,8 @@ pub use types::{ClassId, DepKind, Mode, MAX_SUBCLASSES};
 ///   but gets no dependency into it and is not checked.
 /// - `nest_lock`: a held lock that serializes nesting of this lock's class
 ///   (`*_lock_nest_lock()`); if it is not held, [`Report::NestLockNotHeld`] is reported.
-/// - `site`: where the caller acquires the lock.
+/// - `site`: the location reports name for this acquisition (see the crate docs), normally
+///   the user's call of the wrapper's lock method.
 ///
 /// For a blocking acquire, call it **before** the real lock may block: reports are delivered
 /// before it returns. Cost: on a chain seen before, a per-thread hash probe, no lock and no
@@ -160,10 +215,14 @@ pub fn acquire(
 /// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
 /// may be anywhere in the held stack (out-of-order unlock is allowed). Releasing a lock this
 /// thread does not hold gives [`Report::BadUnlockBalance`]; releasing a pinned lock gives
-/// [`Report::AssertionFailed`]. No lock taken on the normal path.
+/// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop, a
+/// location in the wrapper, see the crate docs). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
-    release::release(map, site);
+    let found = thread::release(map.instance());
+    if found != thread::Release::Released {
+        thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
+    }
 }
 
 /// Validates an acquisition of `map` without holding it afterwards (the kernel's
@@ -171,7 +230,7 @@ pub fn release(map: &LockMap, site: &'static Location<'static>) {
 /// checked the first time it *could* run.
 pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Location<'static>) {
     validate::acquire(map, subclass, mode, false, None, site);
-    release::release(map, site);
+    release(map, site);
 }
 
 /// Checks that no lock this thread holds lives in `[addr, addr + len)`, because that memory is
@@ -179,5 +238,5 @@ pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Locati
 /// is reported as [`Report::HeldLockFreed`] and forgotten. [`LockMap`]'s `Drop` calls this.
 #[track_caller]
 pub fn check_no_locks_freed(addr: *const u8, len: usize) {
-    release::check_no_locks_freed(addr, len, Some(Location::caller()));
+    thread::check_no_locks_freed(addr, len, Some(Location::caller()));
 }

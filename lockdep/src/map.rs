@@ -3,9 +3,11 @@
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::key::{KeyRef, LockClassKey};
-use crate::keys::DynamicKey;
-use crate::types::ClassId;
+use crate::class::{ClassCache, ClassId, KeyRef};
+use crate::graph_lock::graph_lock;
+use crate::keys::{misuse, DynamicKey, LockClassKey};
+use crate::report::KeyMisuse;
+use crate::thread;
 
 /// The validator's view of one lock instance: which class it belongs to, and its name.
 ///
@@ -21,17 +23,17 @@ use crate::types::ClassId;
 /// - a static [`LockClassKey`] ([`LockMap::with_key`], the kernel's `lockdep_set_class()`);
 /// - a [`DynamicKey`] ([`LockMap::with_dynamic_key`]).
 ///
-/// Plus a subclass 0..8 chosen per acquisition. The map caches two class ids, subclass 0 and
-/// the last other subclass used (the kernel's `class_cache[]`), so a cached acquire never
-/// takes the graph lock; a map used alternately at two non-zero subclasses looks its class up
-/// under the graph lock.
+/// Plus a subclass 0..[`MAX_SUBCLASSES`](crate::MAX_SUBCLASSES) chosen per acquisition. The
+/// map caches two class ids, subclass 0 and the last other subclass used (the kernel's
+/// `class_cache[]`), so a cached acquire never takes the graph lock; a map used alternately at
+/// two non-zero subclasses looks its class up under the graph lock.
 ///
 /// Size: 56 bytes on 64-bit targets. `Send + Sync`.
 pub struct LockMap {
     key: KeyRef,
     name: &'static str,
-    /// Class ids: subclass 0, and the last other subclass used (see `cached`), or 0.
-    cache: [AtomicU64; 2],
+    /// The class ids of subclass 0 and of the last other subclass used.
+    cache: ClassCache,
 }
 
 impl std::fmt::Debug for LockMap {
@@ -48,7 +50,7 @@ impl LockMap {
         LockMap {
             key,
             name,
-            cache: [AtomicU64::new(0), AtomicU64::new(0)],
+            cache: ClassCache::new(),
         }
     }
 
@@ -94,11 +96,7 @@ impl LockMap {
     #[track_caller]
     pub fn with_dynamic_key(name: &'static str, key: &DynamicKey) -> LockMap {
         if !key.is_registered() {
-            crate::resolve::misuse(
-                crate::KeyMisuse::NotRegistered,
-                key.name(),
-                Location::caller(),
-            );
+            misuse::report(KeyMisuse::NotRegistered, key.name(), Location::caller());
         }
         LockMap::from_key(name, key.key_ref())
     }
@@ -125,15 +123,12 @@ impl LockMap {
     /// reports [`Report::HeldLockFreed`](crate::Report::HeldLockFreed) if this thread holds it.
     #[track_caller]
     pub fn reinit(&mut self) {
-        crate::release::check_no_locks_freed(
+        thread::check_no_locks_freed(
             self as *const LockMap as *const u8,
             std::mem::size_of::<LockMap>(),
             Some(Location::caller()),
         );
-        for c in &self.cache {
-            // Relaxed: `&mut self` excludes other users.
-            c.store(0, Ordering::Relaxed);
-        }
+        self.cache.clear();
     }
 
     pub(crate) fn key(&self) -> KeyRef {
@@ -145,46 +140,28 @@ impl LockMap {
         self as *const LockMap as usize
     }
 
-    /// The cached class id for `subclass`, or [`ClassId::NONE`]. Slot 0 caches subclass 0;
-    /// slot 1 caches the most recently used other subclass, tagged with it in bits 16..20 of
-    /// the id (class indexes are below 2^16), like the kernel's two `class_cache` entries.
+    /// The cached class id for `subclass`, or [`ClassId::NONE`]; check it with
+    /// `class::generation::is_live` before use.
     #[inline]
     pub(crate) fn cached(&self, subclass: u8) -> ClassId {
-        // Relaxed (both loads): the value is a self-validating class id (checked against the
-        // class generation table before use).
-        if subclass == 0 {
-            return ClassId(self.cache[0].load(Ordering::Relaxed));
-        }
-        let raw = self.cache[1].load(Ordering::Relaxed);
-        if (raw >> 16) & 0xf == u64::from(subclass) {
-            ClassId(raw & !(0xf << 16))
-        } else {
-            ClassId::NONE
-        }
+        self.cache.get(subclass)
     }
 
+    /// Caches `id` as the class of `subclass`.
     pub(crate) fn set_cached(&self, subclass: u8, id: ClassId) {
-        // Relaxed (both stores): see `cached`.
-        if subclass == 0 {
-            self.cache[0].store(id.0, Ordering::Relaxed);
-        } else {
-            self.cache[1].store(id.0 | (u64::from(subclass) << 16), Ordering::Relaxed);
-        }
+        self.cache.set(subclass, id);
     }
 }
 
-// The subclass tag in `LockMap::cached` needs class indexes below 2^16.
-const _: () = assert!(crate::class::MAX_CLASSES <= 1 << 16);
-
 impl Drop for LockMap {
     fn drop(&mut self) {
-        crate::release::check_no_locks_freed(
+        thread::check_no_locks_freed(
             self as *const LockMap as *const u8,
             std::mem::size_of::<LockMap>(),
             None,
         );
         if let KeyRef::Instance(_) = self.key {
-            crate::state::GLOBAL.lock().graph.zap_key(self.key);
+            graph_lock().graph.zap_key(self.key);
         }
     }
 }

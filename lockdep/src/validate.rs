@@ -1,28 +1,73 @@
-//! The validator core: the acquire hook, `check_deadlock` and `check_prevs_add`.
+//! The acquire hook and the validation of a new chain: `check_deadlock`, then
+//! `check_prevs_add` with the strong-path search for each new dependency.
 //!
 //! Semantics from the kernel's `__lock_acquire()`, `validate_chain()`, `check_deadlock()`,
 //! `check_prevs_add()` and `check_prev_add()`; see the crate docs for the rules. Reports are
 //! built while the validator's locks are held and delivered after they are released and
 //! before the held stack changes.
 
+use std::cell::OnceCell;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::chain;
-use crate::describe::{held_descs_locked, lock_desc, thread_desc};
-use crate::graph::EdgeSites;
-use crate::held::{with_state, HeldLock, ThreadState};
+use crate::class::ClassId;
+use crate::graph::edges::EdgeSites;
+use crate::graph::search::{self, Step};
+use crate::graph::{Graph, Trace};
+use crate::graph_lock::{graph_lock, Global};
+use crate::held::{HeldLock, ThreadState};
 use crate::map::LockMap;
-use crate::policy;
-use crate::report::{Capacity, CircularDependency, Dependency, Report, SameClass, Trace};
+use crate::mode::{DepKind, Mode};
+use crate::report::{self, build, Report};
 use crate::resolve::resolve_class;
-use crate::search::{self, Step};
-use crate::state::{self, Global, GLOBAL};
-use crate::types::{ClassId, DepKind, Mode};
+use crate::settings;
+use crate::thread::with_state;
 
 type Site = &'static Location<'static>;
+
+/// What the fast path of an acquisition did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FastPath {
+    /// The lock is on the held stack: its chain was validated before, or needs no validation.
+    Pushed,
+    /// The slow path must validate or report, and then push.
+    Slow,
+    /// The thread's validator state is unavailable (thread exit): nothing is tracked.
+    Untracked,
+}
+
+/// The verdict on a new chain.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// No problem: the chain is cached and not validated again.
+    Valid,
+    /// A problem was reported, or a class died meanwhile: validate it again next time.
+    Invalid,
+}
+
+/// What `check_deadlock` found (the kernel's return values 0, 2 and 1).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SameClassHeld {
+    /// The class is held in a way that can self-deadlock: reported.
+    Deadlock,
+    /// The class is held, but a held nest_lock serializes the nesting: valid, and no
+    /// dependencies are added.
+    Serialized,
+    /// The class is not held (or only compatibly, a recursive read after a read).
+    No,
+}
+
+static CYCLES_FOUND: AtomicU64 = AtomicU64::new(0);
+
+/// Attempts to close a strong cycle since the process started.
+pub(crate) fn cycles_found() -> u64 {
+    // Relaxed: a statistic.
+    CYCLES_FOUND.load(Ordering::Relaxed)
+}
 
 /// See [`crate::acquire`].
 #[inline]
@@ -35,57 +80,43 @@ pub(crate) fn acquire(
     site: Site,
 ) {
     let class = resolve_class(map, subclass, site);
-    let instance = map.instance();
     let nest = nest_lock.map_or(0, LockMap::instance);
+    // Made where it is used, so the fast path writes the entry once, straight into the stack.
+    let entry = || HeldLock {
+        class,
+        instance: map.instance(),
+        name: map.name(),
+        mode,
+        trylock,
+        subclass,
+        nest_lock: nest,
+        site,
+        chain_key: 0,
+        pin_count: 0,
+    };
     let done = with_state(|st| {
         if nest != 0 && st.find(nest).is_none() {
-            return false;
+            return FastPath::Slow;
         }
-        if nest == 0 && st.depth() >= state::max_depth() && !st.depth_reported {
-            return false;
+        if nest == 0 && st.depth() >= settings::max_depth() && !st.depth_reported {
+            return FastPath::Slow;
         }
-        let top = st.top_key();
-        let key = chain::mix(top, class, mode, trylock, nest != 0);
+        let next = st.next(entry());
         // A trylock is held but adds no dependency and is not validated (kernel:
         // `validate_chain()` is skipped for trylocks); an unvalidated lock neither; and a
         // lock taken with nothing held has nothing to be checked against (a chain head).
-        if !trylock && !class.is_none() && top != 0 && !st.cache.contains(key) {
-            if !chain::global_contains(key) {
-                return false;
+        if !trylock && !class.is_none() && st.top_key() != 0 && !st.cache.contains(next.key()) {
+            if !chain::global_contains(next.key()) {
+                return FastPath::Slow;
             }
-            st.cache.insert(key);
+            st.cache.insert(next.key());
         }
-        // Built in place: the entry is written once, straight into the stack.
-        st.held.push(HeldLock {
-            class,
-            instance,
-            name: map.name(),
-            mode,
-            trylock,
-            subclass,
-            nest_lock: nest,
-            site,
-            chain_key: key,
-            pin_count: 0,
-        });
-        st.nested += u32::from(nest != 0);
-        st.top = key;
-        true
-    });
-    if done == Some(false) {
-        let entry = HeldLock {
-            class,
-            instance,
-            name: map.name(),
-            mode,
-            trylock,
-            subclass,
-            nest_lock: nest,
-            site,
-            chain_key: 0,
-            pin_count: 0,
-        };
-        acquire_slow(entry, nest_lock.map_or("", LockMap::name));
+        st.push(next);
+        FastPath::Pushed
+    })
+    .unwrap_or(FastPath::Untracked);
+    if done == FastPath::Slow {
+        acquire_slow(entry(), nest_lock.map_or("", LockMap::name));
     }
 }
 
@@ -94,44 +125,29 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
     let reports = with_state(|st| {
         let mut reports = Vec::new();
         if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
-            let g = GLOBAL.lock();
-            reports.push(Report::NestLockNotHeld {
-                thread: thread_desc(st),
-                acquiring: lock_desc(&g, &entry),
-                nest_lock: nest_name.to_owned(),
-                held: held_descs_locked(&g, st),
-            });
+            let g = graph_lock();
+            reports.push(build::nest_lock_not_held(&g.graph, st, &entry, nest_name));
             entry.nest_lock = 0;
         }
-        let limit = state::max_depth();
+        let limit = settings::max_depth();
         if entry.nest_lock == 0 && st.depth() >= limit && !st.depth_reported {
             st.depth_reported = true;
-            reports.push(Report::CapacityExhausted {
-                thread: thread_desc(st),
-                what: Capacity::HeldLocks,
-                limit,
-            });
+            reports.push(build::depth_exhausted(st, limit));
         }
         if entry.trylock || entry.class.is_none() {
             return reports;
         }
-        let key = chain::mix(
-            st.top_key(),
-            entry.class,
-            entry.mode,
-            entry.trylock,
-            entry.nest_lock != 0,
-        );
+        let key = st.next(entry).key();
         if st.cache.contains(key) || chain::global_contains(key) {
             return reports;
         }
-        let mut g = GLOBAL.lock();
-        let cacheable = validate_chain(&mut g, st, &entry, &mut reports);
-        if cacheable {
+        let mut g = graph_lock();
+        let verdict = validate_chain(&mut g, st, &entry, &mut reports);
+        if verdict == Verdict::Valid {
             chain::global_insert(key);
         }
         drop(g);
-        if cacheable {
+        if verdict == Verdict::Valid {
             st.cache.insert(key);
         }
         reports
@@ -140,74 +156,81 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
         return;
     };
     // May panic (Policy::Panic): then the lock is not pushed, and the caller never blocks on
-    // the real lock, so the held stack stays exact.
-    policy::deliver(reports);
-    with_state(|st| st.push(entry));
+    // the real lock, so the held stack stays exact. The stack may have changed meanwhile (a
+    // handler that takes locks), so the entry's chain key is computed afresh.
+    report::deliver(reports);
+    with_state(|st| {
+        let next = st.next(entry);
+        st.push(next);
+    });
 }
 
-/// Validates a new chain: `check_deadlock`, then `check_prevs_add`. Returns true if the chain
-/// may be cached (no problem found).
+/// Validates a new chain (the kernel's `validate_chain()`): `check_deadlock`, then
+/// `check_prevs_add`.
 fn validate_chain(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
     reports: &mut Vec<Report>,
-) -> bool {
+) -> Verdict {
     if g.graph.class(next.class).is_none() {
         // Zapped since it was resolved (its key is being unregistered): do not validate.
-        return false;
+        return Verdict::Invalid;
     }
-    // check_deadlock: is the class already held? A recursive read after any read is allowed.
+    match check_deadlock(&g.graph, st, next, reports) {
+        SameClassHeld::Deadlock => Verdict::Invalid,
+        SameClassHeld::Serialized => Verdict::Valid,
+        SameClassHeld::No => check_prevs_add(g, st, next, reports),
+    }
+}
+
+/// Is `next`'s class already held (the kernel's `check_deadlock()`)? A recursive read after
+/// any read is allowed; the same instance is [`Report::RecursiveLocking`], another instance
+/// [`Report::MissingNestingAnnotation`] unless a held nest_lock covers `next`.
+fn check_deadlock(
+    g: &Graph,
+    st: &ThreadState,
+    next: &HeldLock,
+    reports: &mut Vec<Report>,
+) -> SameClassHeld {
     let conflicts = || {
-        st.held.iter().filter(|h| {
+        st.entries().iter().filter(|h| {
             h.class == next.class && !(next.mode == Mode::RecursiveRead && h.mode.is_read())
         })
     };
-    if let Some(h) = conflicts().find(|h| h.instance == next.instance) {
-        reports.push(Report::RecursiveLocking(same_class(g, st, h, next)));
-        return false;
+    // The same instance first: it is the certain deadlock.
+    let same = conflicts().find(|h| h.instance == next.instance);
+    let Some(held) = same.or_else(|| conflicts().next()) else {
+        return SameClassHeld::No;
+    };
+    if same.is_none() && next.nest_lock != 0 {
+        return SameClassHeld::Serialized;
     }
-    if let Some(h) = conflicts().next() {
-        if next.nest_lock != 0 {
-            // Serialized by the held nest lock: allowed, and no dependencies are added
-            // (kernel: check_deadlock() returns 2).
-            return true;
-        }
-        reports.push(Report::MissingNestingAnnotation(same_class(g, st, h, next)));
-        return false;
-    }
-    check_prevs_add(g, st, next, reports)
-}
-
-fn same_class(g: &Global, st: &ThreadState, held: &HeldLock, next: &HeldLock) -> SameClass {
-    SameClass {
-        thread: thread_desc(st),
-        acquiring: lock_desc(g, next),
-        holding: lock_desc(g, held),
-        held: held_descs_locked(g, st),
-    }
+    reports.push(build::same_class(g, st, held, next));
+    SameClassHeld::Deadlock
 }
 
 /// Adds `prev -> next` for the top held lock and every trylock directly above the first
-/// non-trylock (kernel: `check_prevs_add()`); stops at the first cycle.
+/// non-trylock (kernel: `check_prevs_add()`); stops at the first cycle, which is reported
+/// (once per distinct cycle, see [`crate::set_report_each_cycle_once`]) and not recorded.
 fn check_prevs_add(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
     reports: &mut Vec<Report>,
-) -> bool {
+) -> Verdict {
     // The current stack, captured at most once, and only if a dependency is new (or a cycle is
     // reported) and capture is on.
-    let mut trace: Option<Option<Trace>> = None;
-    let mut capture = || {
+    let trace: OnceCell<Option<Trace>> = OnceCell::new();
+    let capture = || {
         trace
-            .get_or_insert_with(|| {
-                state::capture_backtraces()
+            .get_or_init(|| {
+                settings::capture_backtraces()
                     .then(|| Trace(Arc::new(std::backtrace::Backtrace::force_capture())))
             })
             .clone()
     };
-    for prev in st.held.iter().rev() {
+    for prev in st.entries().iter().rev() {
         if g.graph.class(prev.class).is_none() {
             // Unvalidated or zapped: like the kernel's `check == 0` entries, skipped.
             continue;
@@ -216,31 +239,35 @@ fn check_prevs_add(
             let kind = DepKind::of(prev.mode, next.mode);
             if !g.graph.has_kind(prev.class, next.class, kind) {
                 if let Some(path) = search::strong_path(&g.graph, prev.class, next.class, kind) {
-                    state::count_cycle();
-                    let report = circular(g, st, prev, next, kind, &path, capture());
+                    // Relaxed: a statistic.
+                    CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
                     let sig = signature(prev.class, &path);
-                    if !state::report_cycles_once() || g.reported_cycles.insert(sig) {
-                        reports.push(Report::CircularDependency(report));
+                    if !settings::report_cycles_once() || g.reported_cycles.insert(sig) {
+                        reports.push(build::circular(
+                            &g.graph,
+                            st,
+                            prev,
+                            next,
+                            kind,
+                            &path,
+                            capture(),
+                        ));
                     }
-                    return false;
+                    return Verdict::Invalid;
                 }
-                g.graph.add(
-                    prev.class,
-                    next.class,
-                    kind,
-                    EdgeSites {
-                        prev: prev.site,
-                        next: next.site,
-                        trace: capture(),
-                    },
-                );
+                let sites = EdgeSites {
+                    prev: prev.site,
+                    next: next.site,
+                    trace: capture(),
+                };
+                g.graph.add(prev.class, next.class, kind, sites);
             }
         }
         if !prev.trylock {
             break;
         }
     }
-    true
+    Verdict::Valid
 }
 
 /// A signature of a cycle: its set of classes.
@@ -252,52 +279,4 @@ fn signature(prev: ClassId, path: &[Step]) -> u64 {
     let mut h = DefaultHasher::new();
     ids.hash(&mut h);
     h.finish()
-}
-
-fn circular(
-    g: &Global,
-    st: &ThreadState,
-    prev: &HeldLock,
-    next: &HeldLock,
-    kind: DepKind,
-    path: &[Step],
-    trace: Option<Trace>,
-) -> CircularDependency {
-    let name = |slot: u32| {
-        g.graph
-            .slot(slot)
-            .map_or_else(|| "<zapped>".to_owned(), |c| c.name.to_string())
-    };
-    let mut cycle = vec![Dependency {
-        from: name(prev.class.index()),
-        to: name(next.class.index()),
-        kind,
-        from_site: prev.site,
-        to_site: next.site,
-        trace,
-    }];
-    for s in path {
-        let sites = g
-            .graph
-            .slot(s.from)
-            .and_then(|c| c.after.get(&s.to))
-            .and_then(|e| e.sites[s.kind.index()].clone());
-        let (from_site, to_site, trace) =
-            sites.map_or((next.site, next.site, None), |e| (e.prev, e.next, e.trace));
-        cycle.push(Dependency {
-            from: name(s.from),
-            to: name(s.to),
-            kind: s.kind,
-            from_site,
-            to_site,
-            trace,
-        });
-    }
-    CircularDependency {
-        thread: thread_desc(st),
-        acquiring: lock_desc(g, next),
-        holding: lock_desc(g, prev),
-        cycle,
-        held: held_descs_locked(g, st),
-    }
 }

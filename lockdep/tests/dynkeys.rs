@@ -4,12 +4,11 @@
 
 mod common;
 
-use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 
 use common::*;
-use lockdep::{DynamicKey, KeyHandle, LockMap, Mode};
+use lockdep::{DynamicKey, KeyHandle, LockMap};
 
 #[test]
 fn lookups_race_register_and_unregister() {
@@ -70,10 +69,7 @@ fn lookups_race_register_and_unregister() {
                 published.lock().unwrap()[(t * 31 + i) % SLOTS] = key.handle();
                 let map = Box::new(LockMap::with_dynamic_key("churned", &key));
                 // outer -> churned: a dependency that must die with the key.
-                lockdep::acquire(outer, 0, Mode::Exclusive, false, None, Location::caller());
-                lockdep::acquire(&map, 0, Mode::Exclusive, false, None, Location::caller());
-                lockdep::release(&map, Location::caller());
-                lockdep::release(outer, Location::caller());
+                pair(outer, &map);
                 drop(map);
                 let h = key.handle();
                 drop(key);
@@ -99,7 +95,7 @@ fn lookups_race_register_and_unregister() {
     // Only `outer`'s class remains beyond the baseline, with no dependency left.
     assert_eq!(after.classes, baseline.classes + 1);
     assert_eq!(after.dependencies, 0);
-    assert!(take().is_empty());
+    assert_reports!();
 }
 
 #[test]
@@ -168,7 +164,7 @@ fn unregister_waits_only_for_readers_of_its_own_bucket() {
     reader.join().unwrap();
     assert!(!x.is_registered());
     assert_eq!(lockdep::stats().hazptr_waits, waits_before + 1);
-    assert!(take().is_empty());
+    assert_reports!();
 }
 
 #[test]
@@ -180,10 +176,7 @@ fn new_key_at_reused_address_starts_clean() {
         let k = Box::new(DynamicKey::new("K"));
         let m = Box::new(LockMap::with_dynamic_key("K", &k));
         // K -> A
-        lockdep::acquire(&m, 0, Mode::Exclusive, false, None, Location::caller());
-        lockdep::acquire(a, 0, Mode::Exclusive, false, None, Location::caller());
-        lockdep::release(a, Location::caller());
-        lockdep::release(&m, Location::caller());
+        pair(&m, a);
         let addr = &*k as *const DynamicKey as usize;
         drop(m);
         drop(k);
@@ -191,14 +184,11 @@ fn new_key_at_reused_address_starts_clean() {
         seen_reuse |= &*k2 as *const DynamicKey as usize == addr;
         let m2 = Box::new(LockMap::with_dynamic_key("K2", &k2));
         // A -> K2 would close a cycle if K2 inherited K's dependency.
-        lockdep::acquire(a, 0, Mode::Exclusive, false, None, Location::caller());
-        lockdep::acquire(&m2, 0, Mode::Exclusive, false, None, Location::caller());
-        lockdep::release(&m2, Location::caller());
-        lockdep::release(a, Location::caller());
+        pair(a, &m2);
         drop(m2);
         drop(k2);
     }
-    assert!(take().is_empty());
+    assert_reports!();
     // Not required for the verdict, but the allocator normally reuses the slot.
     let _ = seen_reuse;
 }

@@ -1,4 +1,4 @@
-//! Features beyond the visible cases: backtrace capture, running out of classes, mode
+//! Features beyond the scenarios of `cases.rs`: backtrace capture, running out of classes, mode
 //! changes of held locks, recursive-read rules in the held-stack check, and the report text
 //! of longer cycles.
 
@@ -9,28 +9,17 @@ use std::panic::Location;
 use common::*;
 use lockdep::{Capacity, LockClassKey, LockMap, Mode, Report};
 
-#[track_caller]
-fn new_lock(name: &'static str) -> &'static LockMap {
-    Box::leak(Box::new(LockMap::new(name)))
-}
-
 #[test]
 fn backtraces_are_captured_for_new_dependencies_when_enabled() {
     let _h = start();
     lockdep::set_capture_backtraces(true);
     let (a, b) = (new_lock("A"), new_lock("B"));
-    lock(a);
-    lock(b);
-    unlock(b);
-    unlock(a);
-    lock(b);
-    lock(a);
-    unlock(a);
-    unlock(b);
+    pair(a, b);
+    pair(b, a);
     lockdep::set_capture_backtraces(false);
-    let r = take();
-    let [Report::CircularDependency(c)] = r.as_slice() else {
-        panic!("{r:?}")
+    let r = assert_reports!(Report::CircularDependency(_));
+    let Report::CircularDependency(c) = &r[0] else {
+        unreachable!()
     };
     assert!(c.cycle.iter().all(|d| d.trace.is_some()));
     let text = r[0].to_string();
@@ -44,17 +33,11 @@ fn backtraces_are_captured_for_new_dependencies_when_enabled() {
 fn without_capture_no_trace_is_kept() {
     let _h = start();
     let (a, b) = (new_lock("A"), new_lock("B"));
-    lock(a);
-    lock(b);
-    unlock(b);
-    unlock(a);
-    lock(b);
-    lock(a);
-    unlock(a);
-    unlock(b);
-    let r = take();
-    let [Report::CircularDependency(c)] = r.as_slice() else {
-        panic!("{r:?}")
+    pair(a, b);
+    pair(b, a);
+    let r = assert_reports!(Report::CircularDependency(_));
+    let Report::CircularDependency(c) = &r[0] else {
+        unreachable!()
     };
     assert!(c.cycle.iter().all(|d| d.trace.is_none()));
 }
@@ -87,13 +70,10 @@ fn running_out_of_classes_is_reported_once_and_recovers_after_reset() {
     assert_eq!(lockdep::stats().classes, 0);
     // Validation works again.
     let (a, b) = (new_lock("A"), new_lock("B"));
-    lock(a);
-    lock(b);
-    unlock(b);
-    unlock(a);
+    pair(a, b);
     lock(b);
     lock(a);
-    assert_eq!(count_cycles(&take()), 1);
+    assert_reports!(Report::CircularDependency(_));
     unlock(a);
     unlock(b);
     drop(m);
@@ -115,21 +95,18 @@ fn downgraded_lock_is_a_reader_afterwards() {
     lock(y);
     unlock(y);
     unlock(x);
-    assert!(take().is_empty());
+    assert_reports!();
     // Without the downgrade it is X-EN->Y: strong with Y-ER->X.
     lock(x);
     lock(y);
-    assert_eq!(count_cycles(&take()), 1);
+    assert_reports!(Report::CircularDependency(_));
     unlock(y);
     unlock(x);
     lockdep::set_held_mode(x, Mode::Read);
-    assert!(matches!(
-        take().as_slice(),
-        [Report::AssertionFailed {
-            kind: lockdep::AssertKind::NotHeld,
-            ..
-        }]
-    ));
+    assert_reports!(Report::AssertionFailed {
+        kind: lockdep::AssertKind::NotHeld,
+        ..
+    });
 }
 
 #[test]
@@ -138,12 +115,12 @@ fn read_then_recursive_read_is_silent_but_not_the_reverse() {
     let x = new_lock("X");
     read(x);
     read_rec(x);
-    assert!(take().is_empty());
+    assert_reports!();
     unlock(x);
     unlock(x);
     read_rec(x);
     read(x);
-    assert!(matches!(take().as_slice(), [Report::RecursiveLocking(_)]));
+    assert_reports!(Report::RecursiveLocking(_));
     unlock(x);
     unlock(x);
 }
@@ -152,20 +129,10 @@ fn read_then_recursive_read_is_silent_but_not_the_reverse() {
 fn three_class_report_text_has_chain_and_scenario() {
     let _h = start();
     let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
-    lock(a);
-    lock(b);
-    unlock(b);
-    unlock(a);
-    lock(b);
-    lock(c);
-    unlock(c);
-    unlock(b);
-    lock(c);
-    lock(a);
-    unlock(a);
-    unlock(c);
-    let r = take();
-    assert_eq!(r.len(), 1);
+    pair(a, b);
+    pair(b, c);
+    pair(c, a);
+    let r = assert_reports!(Report::CircularDependency(_));
     let text = r[0].to_string();
     // Chain: acquiring A while holding C; recorded A -> B -> C.
     assert!(text.contains("Chain exists of:\n  A --> B --> C"), "{text}");
@@ -191,13 +158,10 @@ fn invalid_subclass_is_reported_and_tracked_unvalidated() {
     lockdep::acquire(a, 8, Mode::Exclusive, false, None, Location::caller());
     assert_eq!(lockdep::held_count(), 1);
     lockdep::release(a, Location::caller());
-    assert!(matches!(
-        take().as_slice(),
-        [Report::KeyMisuse {
-            kind: lockdep::KeyMisuse::InvalidSubclass,
-            ..
-        }]
-    ));
+    assert_reports!(Report::KeyMisuse {
+        kind: lockdep::KeyMisuse::InvalidSubclass,
+        ..
+    });
 }
 
 #[test]
@@ -205,10 +169,7 @@ fn panic_policy_message_and_stderr_policy_do_not_disable_validation() {
     let _h = start();
     let (a, b) = (new_lock("A"), new_lock("B"));
     let prev = lockdep::set_policy(lockdep::Policy::Stderr);
-    lock(a);
-    lock(b);
-    unlock(b);
-    unlock(a);
+    pair(a, b);
     lock(b);
     lock(a); // printed to stderr
     unlock(a);
@@ -216,16 +177,13 @@ fn panic_policy_message_and_stderr_policy_do_not_disable_validation() {
     lockdep::set_policy(prev);
     let before = lockdep::stats().cycles_found;
     let c = new_lock("C");
-    lock(c);
-    lock(a);
-    unlock(a);
-    unlock(c);
+    pair(c, a);
     lock(b);
     lock(c); // C -> A -> B, B -> C: a new cycle, still detected
     unlock(c);
     unlock(b);
     assert_eq!(lockdep::stats().cycles_found, before + 1);
-    assert_eq!(count_cycles(&take()), 1);
+    assert_reports!(Report::CircularDependency(_));
 }
 
 #[test]
@@ -272,7 +230,7 @@ fn novalidate_locks_are_tracked_but_transparent() {
     unlock(n2);
     unlock(n);
     unlock(a);
-    assert!(take().is_empty());
+    assert_reports!();
     let deps = lockdep::dependencies();
     assert_eq!(deps.len(), 1, "{deps:?}");
     assert_eq!((deps[0].from.as_str(), deps[0].to.as_str()), ("A", "B"));
@@ -281,15 +239,12 @@ fn novalidate_locks_are_tracked_but_transparent() {
     lock(n);
     unlock(n);
     lock(a);
-    assert_eq!(count_cycles(&take()), 1);
+    assert_reports!(Report::CircularDependency(_));
     unlock(a);
     unlock(b);
     // Releasing it when not held is still reported.
     unlock(n);
-    assert!(matches!(
-        take().as_slice(),
-        [Report::BadUnlockBalance { .. }]
-    ));
+    assert_reports!(Report::BadUnlockBalance { .. });
 }
 
 /// A chain-cache hit takes no global lock: with the graph lock held by another thread, a
@@ -303,10 +258,7 @@ fn chain_cache_hit_takes_no_global_lock() {
     let _h = start();
     let (a, b) = (new_lock("A"), new_lock("B"));
     let pair = move || {
-        lock(a);
-        lock(b);
-        unlock(b);
-        unlock(a);
+        pair(a, b);
     };
     // The validating thread: validates the chains, then repeats them on request.
     let (go_tx, go_rx) = mpsc::channel::<()>();
@@ -349,7 +301,7 @@ fn chain_cache_hit_takes_no_global_lock() {
     holder.join().unwrap();
     validating.join().unwrap();
     fresh.join().unwrap();
-    assert!(take().is_empty());
+    assert_reports!();
 }
 
 #[test]
@@ -375,7 +327,7 @@ fn nest_lock_covered_locks_do_not_count_against_the_depth_limit() {
         unlock(n);
     }
     unlock(big);
-    assert!(take().is_empty());
+    assert_reports!();
     // Plain nesting still hits the limit.
     let plain: Vec<&'static LockMap> = (0..5)
         .map(|i| {
@@ -390,13 +342,10 @@ fn nest_lock_covered_locks_do_not_count_against_the_depth_limit() {
     for p in plain.iter().rev() {
         unlock(p);
     }
-    assert!(matches!(
-        take().as_slice(),
-        [Report::CapacityExhausted {
-            what: Capacity::HeldLocks,
-            ..
-        }]
-    ));
+    assert_reports!(Report::CapacityExhausted {
+        what: Capacity::HeldLocks,
+        ..
+    });
     lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
 }
 
@@ -412,19 +361,16 @@ fn set_held_subclass_changes_later_dependencies() {
     lock_nested(rq2, 1);
     unlock(rq2);
     unlock(rq1);
-    assert!(take().is_empty());
+    assert_reports!();
     let deps = lockdep::dependencies();
     assert_eq!(deps.len(), 1, "{deps:?}");
     assert_eq!((deps[0].from.as_str(), deps[0].to.as_str()), ("rq", "rq/1"));
     // Not held: reported.
     lockdep::set_held_subclass(rq1, 1);
-    assert!(matches!(
-        take().as_slice(),
-        [Report::AssertionFailed {
-            kind: lockdep::AssertKind::NotHeld,
-            ..
-        }]
-    ));
+    assert_reports!(Report::AssertionFailed {
+        kind: lockdep::AssertKind::NotHeld,
+        ..
+    });
 }
 
 #[test]
@@ -446,7 +392,7 @@ fn per_instance_maps_leave_nothing_behind() {
         lockdep::release(&m2, Location::caller());
         drop(m2);
     }
-    assert!(take().is_empty());
+    assert_reports!();
     let after = lockdep::stats();
     assert_eq!(after.classes, baseline.classes + 1); // M1 only
     assert_eq!(after.dependencies, 0);
@@ -457,10 +403,10 @@ fn per_instance_maps_leave_nothing_behind() {
     lock(&q);
     unlock(&q);
     unlock(&p);
-    assert!(take().is_empty());
+    assert_reports!();
     lock(&q);
     lock(&p);
-    assert_eq!(count_cycles(&take()), 1);
+    assert_reports!(Report::CircularDependency(_));
     unlock(&p);
     unlock(&q);
 }
@@ -485,17 +431,14 @@ fn a_lock_handed_to_another_thread_is_released_there_without_reports() {
     // Back on the first thread, A is free: taking it again is no recursion.
     lock(a);
     unlock(a);
-    assert!(take().is_empty());
+    assert_reports!();
     let deps = lockdep::dependencies();
     assert_eq!(deps.len(), 1, "{deps:?}");
     assert_eq!((deps[0].from.as_str(), deps[0].to.as_str()), ("A", "B"));
     // Detaching a lock that is not held is reported.
     assert!(lockdep::detach(a).is_none());
-    assert!(matches!(
-        take().as_slice(),
-        [Report::AssertionFailed {
-            kind: lockdep::AssertKind::NotHeld,
-            ..
-        }]
-    ));
+    assert_reports!(Report::AssertionFailed {
+        kind: lockdep::AssertKind::NotHeld,
+        ..
+    });
 }

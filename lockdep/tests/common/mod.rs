@@ -1,7 +1,9 @@
-//! Shared test harness: serializes tests on the process-wide validator, resets it, and
-//! collects reports through a callback policy.
+//! The shared harness of lockdep's integration tests: serializes tests on the process-wide
+//! validator, resets it, collects reports through a callback policy, and gives the lock
+//! operations a lock wrapper makes (`acquire` before blocking, `release` on unlock) short
+//! names. [`assert_reports!`] checks the collected reports against patterns.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use std::panic::Location;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,7 +18,7 @@ pub struct Harness {
     _serial: MutexGuard<'static, ()>,
 }
 
-/// Starts a test: serialize, reset the validator, collect reports.
+/// Starts a test: serialize, reset the validator and its settings, collect reports.
 pub fn start() -> Harness {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     lockdep::reset();
@@ -37,6 +39,56 @@ pub fn take() -> Vec<Report> {
     std::mem::take(&mut *REPORTS.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// Takes the reports collected so far and asserts that they match the patterns, one report
+/// per pattern, in order (an optional `if` guard may follow); returns them. With no pattern
+/// it asserts that nothing was reported.
+///
+/// ```ignore
+/// assert_reports!();
+/// assert_reports!(Report::RecursiveLocking(_));
+/// let r = assert_reports!(Report::LockHeldAtExit { held, .. } if held.len() == 1);
+/// ```
+macro_rules! assert_reports {
+    ($($pat:pat),* $(,)? $(if $guard:expr)?) => {{
+        let reports = $crate::common::take();
+        assert!(
+            matches!(reports.as_slice(), [$($pat),*] $(if $guard)?),
+            "expected reports [{}], got {:#?}",
+            stringify!($($pat),*),
+            reports
+        );
+        reports
+    }};
+}
+pub(crate) use assert_reports;
+
+/// Takes the reports collected so far and asserts that they are one circular dependency
+/// around exactly the classes `classes` (in any order); returns it.
+#[track_caller]
+pub fn assert_one_cycle(classes: &[&str]) -> Report {
+    let mut r = assert_reports!(Report::CircularDependency(_));
+    let mut got = r[0].cycle_classes();
+    got.pop(); // the cycle closes on its first class
+    got.sort();
+    let mut want: Vec<String> = classes.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(got, want, "the classes of the cycle");
+    r.remove(0)
+}
+
+/// The number of circular-dependency reports in `r`.
+pub fn count_cycles(r: &[Report]) -> usize {
+    r.iter()
+        .filter(|r| matches!(r, Report::CircularDependency(_)))
+        .count()
+}
+
+/// A leaked lock map whose class is the caller's site (so every call site is its own class).
+#[track_caller]
+pub fn new_lock(name: &'static str) -> &'static LockMap {
+    Box::leak(Box::new(LockMap::new(name)))
+}
+
 #[track_caller]
 pub fn lock(m: &LockMap) {
     lockdep::acquire(m, 0, Mode::Exclusive, false, None, Location::caller());
@@ -49,12 +101,12 @@ pub fn lock_mode(m: &LockMap, mode: Mode) {
 
 #[track_caller]
 pub fn read(m: &LockMap) {
-    lockdep::acquire(m, 0, Mode::Read, false, None, Location::caller());
+    lock_mode(m, Mode::Read);
 }
 
 #[track_caller]
 pub fn read_rec(m: &LockMap) {
-    lockdep::acquire(m, 0, Mode::RecursiveRead, false, None, Location::caller());
+    lock_mode(m, Mode::RecursiveRead);
 }
 
 #[track_caller]
@@ -84,13 +136,39 @@ pub fn unlock(m: &LockMap) {
     lockdep::release(m, Location::caller());
 }
 
-/// Runs `f` on a fresh thread and waits for it (the case conventions' "T2: ...").
-pub fn on_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    std::thread::spawn(f).join().expect("test thread panicked")
+/// `{p -> q}` exclusively: take p, take q while holding p, release q, release p.
+#[track_caller]
+pub fn pair(p: &LockMap, q: &LockMap) {
+    pair_modes(p, Mode::Exclusive, q, Mode::Exclusive);
 }
 
-pub fn count_cycles(r: &[Report]) -> usize {
-    r.iter()
-        .filter(|r| matches!(r, Report::CircularDependency(_)))
-        .count()
+/// `{p -> q}` in the given modes.
+#[track_caller]
+pub fn pair_modes(p: &LockMap, pm: Mode, q: &LockMap, qm: Mode) {
+    lock_mode(p, pm);
+    lock_mode(q, qm);
+    unlock(q);
+    unlock(p);
+}
+
+/// An RAII guard, like a lock wrapper's, so unwinding releases the lock.
+pub struct Guard(pub &'static LockMap);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        lockdep::release(self.0, Location::caller());
+    }
+}
+
+/// Takes `m` exclusively and returns the guard that releases it.
+#[track_caller]
+pub fn guard(m: &'static LockMap) -> Guard {
+    lock(m);
+    Guard(m)
+}
+
+/// Runs `f` on a fresh thread and waits for it ("T2: ..." in a scenario: T2 runs after T1
+/// has finished).
+pub fn on_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::spawn(f).join().expect("test thread panicked")
 }

@@ -1,41 +1,12 @@
-//! The process-wide validator state behind the graph lock, plus the run-time settings.
-//!
-//! The graph lock is a `parking_lot::Mutex` that the validator takes only on slow paths
-//! (a new chain, class creation, key register/unregister, reports' name lookups). It never
-//! calls out (no handler, no user code) while holding it, so it cannot deadlock with the
-//! application's locks.
+//! The validator's run-time settings. Each is an independent atomic, read where it applies.
 
-use hashbrown::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
-
-use crate::graph::Graph;
-use crate::report::KeyMisuse;
-
-/// Everything guarded by the graph lock.
-#[derive(Default)]
-pub(crate) struct Global {
-    pub graph: Graph,
-    /// Signatures of cycles already reported (each distinct cycle is reported once).
-    pub reported_cycles: HashSet<u64>,
-    /// (key serial, misuse) pairs already reported.
-    pub reported_misuse: HashSet<(u64, KeyMisuse)>,
-    /// Whether running out of classes was already reported.
-    pub classes_exhausted_reported: bool,
-    /// Number of registered dynamic keys.
-    pub keys: usize,
-}
-
-pub(crate) static GLOBAL: LazyLock<Mutex<Global>> = LazyLock::new(Default::default);
-
-/// The default held-lock depth limit (the kernel's `MAX_LOCK_DEPTH`).
-pub const DEFAULT_MAX_DEPTH: usize = 48;
+use crate::limits::DEFAULT_MAX_DEPTH;
 
 static MAX_DEPTH: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_DEPTH);
 static REPORT_CYCLES_ONCE: AtomicBool = AtomicBool::new(true);
-static CYCLES_FOUND: AtomicU64 = AtomicU64::new(0);
+static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
 
 /// Sets the per-thread held-lock depth above which a
 /// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted) is delivered (once per
@@ -55,7 +26,7 @@ pub(crate) fn max_depth() -> usize {
 /// Whether each distinct cycle (by its set of classes) is reported only once (default
 /// `true`). With `false`, every attempt to close a cycle is reported. Either way the
 /// offending dependency is never recorded and [`Stats::cycles_found`](crate::Stats) counts
-/// every attempt.
+/// every attempt. Thread-safe.
 pub fn set_report_each_cycle_once(once: bool) {
     // Relaxed: an independent setting.
     REPORT_CYCLES_ONCE.store(once, Ordering::Relaxed);
@@ -66,12 +37,11 @@ pub(crate) fn report_cycles_once() -> bool {
     REPORT_CYCLES_ONCE.load(Ordering::Relaxed)
 }
 
-static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
-
 /// Whether a full stack trace (`std::backtrace::Backtrace::force_capture`) is captured when
 /// an acquisition records a *new* dependency, stored with it, and shown in cycle reports
 /// (default `false`: only the two `Location`s of each dependency are kept, which costs
-/// nothing). Capturing costs tens of microseconds, paid only when a dependency is new (once
+/// nothing). A capture walks the whole stack, far more work than an acquisition (symbols are
+/// resolved only when a report prints it), but it is paid only when a dependency is new (once
 /// per acquisition), never on a chain-cache hit. Thread-safe.
 pub fn set_capture_backtraces(on: bool) {
     // Relaxed: an independent setting.
@@ -81,14 +51,4 @@ pub fn set_capture_backtraces(on: bool) {
 pub(crate) fn capture_backtraces() -> bool {
     // Relaxed: an independent setting.
     CAPTURE_BACKTRACES.load(Ordering::Relaxed)
-}
-
-pub(crate) fn count_cycle() {
-    // Relaxed: a statistic.
-    CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
-}
-
-pub(crate) fn cycles_found() -> u64 {
-    // Relaxed: a statistic.
-    CYCLES_FOUND.load(Ordering::Relaxed)
 }

@@ -1,4 +1,4 @@
-//! Small value types shared by every module: acquire modes, dependency kinds and class ids.
+//! How a lock is held ([`Mode`]) and the kind of dependency two holdings make ([`DepKind`]).
 
 use std::fmt;
 
@@ -121,46 +121,3 @@ impl fmt::Display for DepKind {
         f.write_str(s)
     }
 }
-
-/// The identity of one lock class: a slot index plus the slot's generation.
-///
-/// A class slot is reused after its class is zapped (its key was unregistered, or the
-/// validator was [`reset`](crate::reset)), but the generation changes every time, so an old
-/// id never names the new class. Idea: Abseil's versioned `GraphId`, and the generation-tagged
-/// class index suggested for the userspace port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ClassId(pub(crate) u64);
-
-impl ClassId {
-    /// "No class": the lock is tracked on the held stack but not validated (for example
-    /// because its key is not registered).
-    pub const NONE: ClassId = ClassId(0);
-
-    pub(crate) fn new(index: u32, generation: u32) -> ClassId {
-        ClassId((u64::from(generation) << 32) | u64::from(index))
-    }
-
-    /// The class slot index.
-    pub fn index(self) -> u32 {
-        self.0 as u32
-    }
-
-    /// The slot generation; odd while the class is live, never 0 for a real class.
-    pub fn generation(self) -> u32 {
-        (self.0 >> 32) as u32
-    }
-
-    /// True for [`ClassId::NONE`].
-    pub fn is_none(self) -> bool {
-        self.0 == 0
-    }
-}
-
-impl fmt::Display for ClassId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.index(), self.generation())
-    }
-}
-
-/// The number of subclasses per key (the kernel's `MAX_LOCKDEP_SUBCLASSES`).
-pub const MAX_SUBCLASSES: u8 = 8;

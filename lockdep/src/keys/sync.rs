@@ -1,8 +1,8 @@
 //! How the dynamic-key table waits for lookups: a small strategy hook, so that benchmarks can
 //! compare hazard pointers with other read-side protection on the very same table.
 //!
-//! The default, [`KeyTableSync::Hazptr`], is what the module docs of `keys` describe: a lookup
-//! protects its bucket head with a hazard pointer, and unregister calls
+//! The default, [`KeyTableSync::Hazptr`], is what [`lookup`](super::lookup) describes: a
+//! lookup protects its bucket head with a hazard pointer, and unregister calls
 //! `hazptr::Domain::synchronize` (shared scan) on that one bucket.
 //! [`KeyTableSync::HazptrDirect`] keeps the same readers but waits with
 //! `synchronize_direct` (self-scan only). [`KeyTableSync::External`] hands both sides to an
@@ -17,11 +17,12 @@
 
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{PoisonError, RwLock};
 
 use hazptr::Domain;
-use parking_lot::RwLock;
 
-use crate::keys::KEY_BUCKETS;
+use super::table::bucket_head;
+use crate::limits::KEY_BUCKETS;
 
 /// Read-side protection and grace-period wait for the dynamic-key table, supplied by the user
 /// through [`KeyTableSync::External`].
@@ -82,12 +83,13 @@ static EXTERNAL: AtomicPtr<&'static dyn KeySyncStrategy> = AtomicPtr::new(ptr::n
 /// With `EXTERNAL` null: unregister waits with `synchronize_direct` instead of `synchronize`.
 static DIRECT: AtomicBool = AtomicBool::new(false);
 /// Unregisters hold it shared from unlink to the end of their wait; a switch holds it
-/// exclusively, so no unregister ever straddles two strategies.
+/// exclusively, so no unregister ever straddles two strategies. It guards no data, so
+/// poisoning (a user strategy that panicked) is ignored.
 static SWITCH: RwLock<()> = RwLock::new(());
 
 /// The strategy in force now.
 pub fn key_table_sync() -> KeyTableSync {
-    let _switch = SWITCH.read();
+    let _switch = SWITCH.read().unwrap_or_else(PoisonError::into_inner);
     current()
 }
 
@@ -110,14 +112,15 @@ fn current() -> KeyTableSync {
 /// Chooses how the dynamic-key table protects lookups and waits in unregister; returns the
 /// previous choice. Thread-safe at any time: it waits for unregisters in progress, switches,
 /// and then waits until no lookup can still be inside a read section of the old strategy
-/// (for the hazard-pointer modes: a `synchronize` on every bucket head, tens of ms). For
-/// benchmarks; the default ([`KeyTableSync::Hazptr`]) is what production code should use.
+/// (for the hazard-pointer modes: a `synchronize` on each of the [`KEY_BUCKETS`] bucket
+/// heads). For benchmarks; the default ([`KeyTableSync::Hazptr`]) is what production code
+/// should use.
 ///
 /// Each switch to an `External` strategy keeps one pointer-sized box for the rest of the
 /// process: lookups compare the published box's address to detect a switch, so addresses
 /// must never be reused.
 pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
-    let _switch = SWITCH.write();
+    let _switch = SWITCH.write().unwrap_or_else(PoisonError::into_inner);
     let old = current();
     let new_ext = match sync {
         KeyTableSync::External(s) => Box::into_raw(Box::new(s)),
@@ -137,7 +140,7 @@ pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
         KeyTableSync::Hazptr | KeyTableSync::HazptrDirect if new_ext.is_null() => {}
         KeyTableSync::Hazptr | KeyTableSync::HazptrDirect => {
             for b in 0..KEY_BUCKETS {
-                let r = Domain::global().synchronize(crate::keys::bucket_head(b));
+                let r = Domain::global().synchronize(bucket_head(b));
                 assert!(
                     r.is_ok(),
                     "lockdep: set_key_table_sync called inside a key lookup"
@@ -149,9 +152,9 @@ pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
     old
 }
 
-/// Runs `f` (one walk of bucket `index`, whose head is `head`) inside a read section of the
-/// strategy in force.
-pub(crate) fn read_section<H, R>(index: usize, head: *const H, f: impl FnOnce() -> R) -> R {
+/// Runs `f` (one walk of bucket `index`) inside a read section of the strategy in force.
+pub(crate) fn read_section<R>(index: usize, f: impl FnOnce() -> R) -> R {
+    let head = bucket_head(index);
     loop {
         // SeqCst: see the re-checks below.
         let ext = EXTERNAL.load(Ordering::SeqCst);
@@ -194,10 +197,12 @@ impl Drop for ExternalSection {
     }
 }
 
-/// Runs `unlink` and then waits, with the strategy in force, for lookups in bucket `index`
-/// (head `head`). No strategy switch can happen in between.
-pub(crate) fn unlink_and_wait<H>(index: usize, head: *const H, unlink: impl FnOnce() -> bool) {
-    let _switch = SWITCH.read();
+/// Runs `unlink` and then, if it returned true, waits with the strategy in force for the
+/// lookups in bucket `index` that may still be on the unlinked node (a grace period of the
+/// bucket). No strategy switch can happen in between.
+pub(crate) fn unlink_and_wait(index: usize, unlink: impl FnOnce() -> bool) {
+    let head = bucket_head(index);
+    let _switch = SWITCH.read().unwrap_or_else(PoisonError::into_inner);
     if !unlink() {
         return;
     }

@@ -1,16 +1,13 @@
 //! Lock-free liveness check for class ids (the generation table).
 //!
-//! The class metadata (name, key, edges) lives in the [`Graph`](crate::graph::Graph) under the
-//! graph lock. The fast path only needs to know whether a class id cached in a lock map still
+//! The class metadata (name, key, edges) lives in the class table
+//! ([`Graph`](crate::graph::Graph)) under the graph lock. The fast path only needs to know whether a class id cached in a lock map still
 //! names a live class; it reads one generation word per check and writes nothing.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::types::ClassId;
-
-/// The maximum number of live lock classes (the kernel's `MAX_LOCKDEP_KEYS` is 8191).
-/// Exceeding it gives a [`Report::CapacityExhausted`](crate::Report::CapacityExhausted).
-pub const MAX_CLASSES: usize = 1 << 16;
+use super::ClassId;
+use crate::limits::MAX_CLASSES;
 
 /// One generation word per class slot: odd while a class lives in the slot, even while free.
 /// A zero-initialized static (in .bss: pages are only touched when classes use them), so the

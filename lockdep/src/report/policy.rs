@@ -6,11 +6,9 @@
 //! itself off after a report, unlike the kernel's `debug_locks_off()`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
-use parking_lot::RwLock;
-
-use crate::report::Report;
+use super::types::Report;
 
 /// A report callback.
 pub type Handler = Arc<dyn Fn(&Report) + Send + Sync + 'static>;
@@ -41,13 +39,16 @@ impl std::fmt::Debug for Policy {
     }
 }
 
+/// The policy in force. Poisoning is ignored: a handler that panics while it runs holds no
+/// guard of this lock (it runs on a clone), and a poisoned policy must never stop reports.
 static POLICY: RwLock<Policy> = RwLock::new(Policy::Stderr);
 static DELIVERED: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the reporting policy and returns the previous one. Thread-safe; takes effect for
 /// reports delivered after the call.
 pub fn set_policy(policy: Policy) -> Policy {
-    std::mem::replace(&mut *POLICY.write(), policy)
+    let mut current = POLICY.write().unwrap_or_else(PoisonError::into_inner);
+    std::mem::replace(&mut *current, policy)
 }
 
 /// The number of reports delivered since the process started (never reset).
@@ -75,7 +76,10 @@ pub(crate) fn deliver_no_unwind(r: &Report) {
 fn deliver_one(r: &Report, no_unwind: bool) {
     // Relaxed: a statistic.
     DELIVERED.fetch_add(1, Ordering::Relaxed);
-    let policy = POLICY.read().clone();
+    let policy = POLICY
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     match policy {
         Policy::Stderr => eprintln!("{r}"),
         // A second panic while unwinding would abort the process: print instead.

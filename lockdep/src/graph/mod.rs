@@ -1,0 +1,18 @@
+//! The class table and the dependency graph between classes, both under the graph lock
+//! (the kernel's `lock_classes[]` with their `locks_after` / `locks_before` lists, and
+//! `check_noncircular()`).
+//!
+//! - [`table`]: the live classes (creation, lookup by key, zap) and their dependencies.
+//! - [`edges`]: what one ordered pair of classes records: its kinds and where each was first
+//!   seen.
+//! - [`search`]: would a new dependency close a strong cycle?
+//!
+//! Nothing here takes a lock or reports: the caller holds the graph lock
+//! ([`graph_lock`](crate::graph_lock)) and turns findings into reports.
+
+pub(crate) mod edges;
+pub(crate) mod search;
+pub(crate) mod table;
+
+pub use edges::Trace;
+pub(crate) use table::Graph;

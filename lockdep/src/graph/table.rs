@@ -1,0 +1,266 @@
+//! The class table: every live lock class with its dependencies, under the graph lock.
+//!
+//! Semantics from the kernel's `lock_classes[]`, `register_lock_class()` (class creation),
+//! the `locks_after` / `locks_before` lists and `zap_class()`; the storage is our own (hash
+//! maps per class, a free list of slots). A slot's liveness is mirrored, lock-free, in the
+//! generation table (`class::generation`), which creation and zap update.
+
+use hashbrown::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::edges::{Edge, EdgeSites};
+use crate::class::{generation, ClassId, KeyRef};
+use crate::limits::{MAX_CLASSES, MAX_SUBCLASSES};
+use crate::mode::DepKind;
+
+/// One live lock class.
+#[derive(Debug)]
+pub(crate) struct ClassNode {
+    pub id: ClassId,
+    pub name: Arc<str>,
+    pub key: KeyRef,
+    pub subclass: u8,
+    /// Dependencies `self -> other`, by the other class's slot index.
+    pub after: HashMap<u32, Edge>,
+    /// Slot indexes of classes with a dependency into `self`.
+    pub before: HashSet<u32>,
+}
+
+/// The class table plus the dependency graph.
+#[derive(Default)]
+pub(crate) struct Graph {
+    classes: Vec<Option<ClassNode>>,
+    free: Vec<u32>,
+    by_key: HashMap<(KeyRef, u8), u32>,
+    /// Number of (pair, kind) dependencies.
+    dependency_count: usize,
+}
+
+/// All [`MAX_CLASSES`] classes are live.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct TableFull;
+
+impl Graph {
+    /// The live class with this id, if any.
+    pub fn class(&self, id: ClassId) -> Option<&ClassNode> {
+        match self.classes.get(id.index() as usize) {
+            Some(Some(c)) if c.id == id => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The live class in slot `index`.
+    pub fn slot(&self, index: u32) -> Option<&ClassNode> {
+        self.classes.get(index as usize).and_then(Option::as_ref)
+    }
+
+    /// Every live class, by slot.
+    pub fn classes(&self) -> impl Iterator<Item = &ClassNode> {
+        self.classes.iter().flatten()
+    }
+
+    /// Number of live classes.
+    pub fn class_count(&self) -> usize {
+        self.classes.len() - self.free.len()
+    }
+
+    /// Number of recorded dependencies, counted by kind (a pair with EN and SR counts 2).
+    pub fn dependency_count(&self) -> usize {
+        self.dependency_count
+    }
+
+    /// The live class of `(key, subclass)`, if there is one.
+    pub fn find(&self, key: KeyRef, subclass: u8) -> Option<ClassId> {
+        let &index = self.by_key.get(&(key, subclass))?;
+        self.slot(index).map(|c| c.id)
+    }
+
+    /// Creates the class of `(key, subclass)` named after `name` (with `/subclass` appended
+    /// for subclasses other than 0); the kernel's `register_lock_class()`. The caller checked
+    /// that it does not exist. Fails when [`MAX_CLASSES`] classes are live.
+    pub fn create(&mut self, key: KeyRef, subclass: u8, name: &str) -> Result<ClassId, TableFull> {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None if self.classes.len() < MAX_CLASSES => {
+                self.classes.push(None);
+                (self.classes.len() - 1) as u32
+            }
+            None => return Err(TableFull),
+        };
+        let id = generation::make_live(index);
+        let name: Arc<str> = if subclass == 0 {
+            Arc::from(name)
+        } else {
+            Arc::from(format!("{name}/{subclass}"))
+        };
+        self.classes[index as usize] = Some(ClassNode {
+            id,
+            name,
+            key,
+            subclass,
+            after: HashMap::new(),
+            before: HashSet::new(),
+        });
+        self.by_key.insert((key, subclass), index);
+        Ok(id)
+    }
+
+    /// True if the dependency `from -> to` of this kind is recorded.
+    pub fn has_kind(&self, from: ClassId, to: ClassId, kind: DepKind) -> bool {
+        self.class(from)
+            .and_then(|c| c.after.get(&to.index()))
+            .is_some_and(|e| e.has(kind))
+    }
+
+    /// Records the dependency `from -> to` of this kind. Both classes must be live.
+    pub fn add(&mut self, from: ClassId, to: ClassId, kind: DepKind, sites: EdgeSites) {
+        let (fi, ti) = (from.index(), to.index());
+        let Some(Some(node)) = self.classes.get_mut(fi as usize) else {
+            return;
+        };
+        if node.after.entry(ti).or_default().insert(kind, sites) {
+            self.dependency_count += 1;
+        }
+        if let Some(Some(target)) = self.classes.get_mut(ti as usize) {
+            target.before.insert(fi);
+        }
+    }
+
+    /// Removes a class, every dependency into or out of it, and its key mapping
+    /// (the kernel's `zap_class()`). The slot's generation changes, so cached ids and cached
+    /// chains that mention the class can never match again.
+    pub fn zap(&mut self, index: u32) {
+        let Some(node) = self.classes.get_mut(index as usize).and_then(Option::take) else {
+            return;
+        };
+        for (to, edge) in &node.after {
+            self.dependency_count -= edge.count();
+            if let Some(Some(t)) = self.classes.get_mut(*to as usize) {
+                t.before.remove(&index);
+            }
+        }
+        for from in &node.before {
+            if let Some(Some(f)) = self.classes.get_mut(*from as usize) {
+                if let Some(edge) = f.after.remove(&index) {
+                    self.dependency_count -= edge.count();
+                }
+            }
+        }
+        self.by_key.remove(&(node.key, node.subclass));
+        generation::make_dead(index);
+        self.free.push(index);
+    }
+
+    /// Zaps every class whose key is `key` (all subclasses); returns how many there were.
+    pub fn zap_key(&mut self, key: KeyRef) -> usize {
+        let slots: Vec<u32> = (0..MAX_SUBCLASSES)
+            .filter_map(|s| self.by_key.get(&(key, s)).copied())
+            .collect();
+        for &i in &slots {
+            self.zap(i);
+        }
+        slots.len()
+    }
+
+    /// Zaps every class.
+    pub fn zap_all(&mut self) {
+        for i in 0..self.classes.len() as u32 {
+            self.zap(i);
+        }
+    }
+}
+
+/// Tests on private graphs. Creating and zapping classes also writes the process-wide
+/// generation words of the slots used, which no test here reads.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::Location;
+
+    fn sites() -> EdgeSites {
+        EdgeSites {
+            prev: Location::caller(),
+            next: Location::caller(),
+            trace: None,
+        }
+    }
+
+    fn key(n: usize) -> KeyRef {
+        KeyRef::Static(n)
+    }
+
+    #[test]
+    fn create_names_subclasses_and_finds_by_key() {
+        let mut g = Graph::default();
+        let a = g.create(key(1), 0, "A").unwrap();
+        let a1 = g.create(key(1), 1, "A").unwrap();
+        assert_eq!(&*g.class(a).unwrap().name, "A");
+        assert_eq!(&*g.class(a1).unwrap().name, "A/1");
+        assert_eq!(g.find(key(1), 0), Some(a));
+        assert_eq!(g.find(key(1), 1), Some(a1));
+        assert_eq!(g.find(key(2), 0), None);
+        assert_eq!(g.class_count(), 2);
+    }
+
+    #[test]
+    fn zap_removes_the_class_and_every_dependency_touching_it() {
+        let mut g = Graph::default();
+        let [a, b, c] = [1, 2, 3].map(|n| g.create(key(n), 0, "class").unwrap());
+        g.add(a, b, DepKind::EN, sites());
+        g.add(a, b, DepKind::SR, sites());
+        g.add(b, c, DepKind::EN, sites());
+        g.add(c, a, DepKind::ER, sites());
+        assert_eq!(g.dependency_count(), 4);
+        g.zap(b.index());
+        assert!(g.class(b).is_none());
+        assert_eq!(g.dependency_count(), 1, "only C -> A is left");
+        assert!(g.has_kind(c, a, DepKind::ER));
+        assert!(!g.slot(a.index()).unwrap().after.contains_key(&b.index()));
+        assert!(!g.slot(c.index()).unwrap().before.contains(&b.index()));
+        assert_eq!(g.class_count(), 2);
+        // Zapping a free slot does nothing.
+        g.zap(b.index());
+        assert_eq!(g.class_count(), 2);
+    }
+
+    #[test]
+    fn a_reused_slot_is_a_new_class() {
+        let mut g = Graph::default();
+        let old = g.create(key(1), 0, "old").unwrap();
+        g.zap(old.index());
+        let new = g.create(key(2), 0, "new").unwrap();
+        assert_eq!(new.index(), old.index(), "the free slot is reused");
+        assert_ne!(new, old);
+        assert!(
+            g.class(old).is_none(),
+            "the old id does not name the new class"
+        );
+        assert_eq!(g.find(key(1), 0), None);
+    }
+
+    #[test]
+    fn zap_key_removes_all_subclasses_of_the_key() {
+        let mut g = Graph::default();
+        let ids: Vec<ClassId> = (0..3).map(|s| g.create(key(1), s, "K").unwrap()).collect();
+        let other = g.create(key(2), 0, "L").unwrap();
+        g.add(ids[0], ids[1], DepKind::EN, sites());
+        g.add(other, ids[2], DepKind::EN, sites());
+        assert_eq!(g.zap_key(key(1)), 3);
+        assert_eq!(g.class_count(), 1);
+        assert_eq!(g.dependency_count(), 0);
+        assert!(g.slot(other.index()).unwrap().after.is_empty());
+    }
+
+    #[test]
+    fn adding_a_known_dependency_counts_it_once() {
+        let mut g = Graph::default();
+        let a = g.create(key(1), 0, "A").unwrap();
+        let b = g.create(key(2), 0, "B").unwrap();
+        g.add(a, b, DepKind::EN, sites());
+        g.add(a, b, DepKind::EN, sites());
+        assert_eq!(g.dependency_count(), 1);
+        assert!(g.has_kind(a, b, DepKind::EN));
+        assert!(!g.has_kind(a, b, DepKind::SN));
+        assert!(!g.has_kind(b, a, DepKind::EN));
+    }
+}

@@ -1,0 +1,43 @@
+//! One entry of a thread's held-lock stack (the kernel's `struct held_lock`).
+
+use std::panic::Location;
+
+use crate::chain;
+use crate::class::ClassId;
+use crate::mode::Mode;
+
+/// One held lock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeldLock {
+    pub class: ClassId,
+    /// Address of the lock map: the lock instance.
+    pub instance: usize,
+    pub name: &'static str,
+    pub mode: Mode,
+    pub trylock: bool,
+    pub subclass: u8,
+    /// Instance address of the nest_lock this acquisition was made under, or 0.
+    pub nest_lock: usize,
+    pub site: &'static Location<'static>,
+    /// Chain key of the stack up to and including this entry; set by the stack when the entry
+    /// is pushed (see [`ThreadState::next`](super::ThreadState::next)).
+    pub chain_key: u64,
+    /// `lockdep_pin_lock()` count; releasing a pinned lock is reported.
+    pub pin_count: u32,
+}
+
+impl HeldLock {
+    /// The chain key of a stack whose top key is `below` with this entry pushed on it. The one
+    /// place that decides which fields make a chain distinct: the class, the mode, the trylock
+    /// flag, and whether a nest_lock covers the entry.
+    #[inline]
+    pub fn chain_key_on(&self, below: u64) -> u64 {
+        chain::extend(
+            below,
+            self.class,
+            self.mode,
+            self.trylock,
+            self.nest_lock != 0,
+        )
+    }
+}

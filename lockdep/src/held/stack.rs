@@ -1,0 +1,377 @@
+//! A thread's held-lock stack and the bookkeeping that must agree with it.
+//!
+//! Invariants, kept by the methods below and nowhere else: `top` is the chain key of the top
+//! entry (0 when empty); every entry's `chain_key` is its own key over the entry below it
+//! (`HeldLock::chain_key_on`); `pins` is the sum of the entries' pin counts; `nested` is the
+//! number of entries taken under a nest_lock.
+
+use std::cell::OnceCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::HeldLock;
+use crate::chain::LocalCache;
+use crate::class::ClassId;
+use crate::mode::Mode;
+
+/// Everything the validator keeps per thread.
+pub(crate) struct ThreadState {
+    held: Vec<HeldLock>,
+    /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
+    /// acquire does not have to load it through the stack.
+    top: u64,
+    /// Sum of the held entries' pin counts, so a release need not read the entry when nothing
+    /// is pinned (the usual case).
+    pins: u32,
+    /// Number of held entries taken under a nest_lock. They do not count against the depth
+    /// limit (the kernel folds them into one entry).
+    nested: u32,
+    /// The chains this thread validated (or found validated) recently.
+    pub cache: LocalCache,
+    /// Set once the depth limit was reported for this thread (reported once, never silent).
+    pub depth_reported: bool,
+    /// (validator thread number, thread name), filled in when a report first needs it, so
+    /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
+    identity: OnceCell<(u64, String)>,
+}
+
+/// An entry ready to be pushed: its chain key is computed over the stack's top as it was when
+/// [`ThreadState::next`] made it. Push it before the stack changes.
+pub(crate) struct Next {
+    entry: HeldLock,
+    /// The top key it was computed over (checked in debug builds).
+    below: u64,
+}
+
+impl Next {
+    /// The chain key of the stack with this entry pushed.
+    #[inline]
+    pub fn key(&self) -> u64 {
+        self.entry.chain_key
+    }
+}
+
+static NEXT_TID: AtomicU64 = AtomicU64::new(1);
+
+impl ThreadState {
+    pub(crate) const fn new() -> ThreadState {
+        ThreadState {
+            held: Vec::new(),
+            top: 0,
+            pins: 0,
+            nested: 0,
+            cache: LocalCache::new(),
+            depth_reported: false,
+            identity: OnceCell::new(),
+        }
+    }
+
+    /// This thread's validator number (unique, never reused) and name.
+    pub fn identity(&self) -> &(u64, String) {
+        self.identity.get_or_init(|| {
+            // `thread::current()` may panic while the thread's locals are being destroyed
+            // (a report at thread exit); fall back to a placeholder name then.
+            let name = std::panic::catch_unwind(|| {
+                std::thread::current()
+                    .name()
+                    .unwrap_or("<unnamed>")
+                    .to_owned()
+            })
+            .unwrap_or_else(|_| "<exiting>".to_owned());
+            // Relaxed: a unique number is all that is needed.
+            (NEXT_TID.fetch_add(1, Ordering::Relaxed), name)
+        })
+    }
+
+    /// The held entries, bottom first.
+    #[inline]
+    pub fn entries(&self) -> &[HeldLock] {
+        &self.held
+    }
+
+    /// The chain key of the current stack (0 when empty).
+    #[inline]
+    pub fn top_key(&self) -> u64 {
+        self.top
+    }
+
+    /// Index of the topmost entry for this instance.
+    #[inline]
+    pub fn find(&self, instance: usize) -> Option<usize> {
+        self.held.iter().rposition(|h| h.instance == instance)
+    }
+
+    /// The depth that counts against the limit: held entries not covered by a nest_lock.
+    #[inline]
+    pub fn depth(&self) -> usize {
+        self.held.len() - self.nested as usize
+    }
+
+    /// Prepares `entry` for a push onto the stack as it is now: computes its chain key.
+    #[inline]
+    pub fn next(&self, mut entry: HeldLock) -> Next {
+        entry.chain_key = entry.chain_key_on(self.top);
+        Next {
+            entry,
+            below: self.top,
+        }
+    }
+
+    /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since.
+    #[inline]
+    pub fn push(&mut self, next: Next) {
+        debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
+        let Next { entry, .. } = next;
+        self.nested += u32::from(entry.nest_lock != 0);
+        self.top = entry.chain_key;
+        self.held.push(entry);
+    }
+
+    /// Bookkeeping for entry `i` leaving the stack; returns its pin count.
+    #[inline]
+    fn leave(&mut self, i: usize) -> u32 {
+        let pins = self.take_pins(i);
+        if self.nested > 0 && self.held[i].nest_lock != 0 {
+            self.nested -= 1;
+        }
+        pins
+    }
+
+    /// Drops entry `i` (a release); returns the pin count it had.
+    #[inline]
+    pub fn release_at(&mut self, i: usize) -> u32 {
+        let pins = self.leave(i);
+        if i + 1 == self.held.len() {
+            // The usual LIFO case: no chain keys to recompute.
+            self.held.pop();
+            self.top = self.held.last().map_or(0, |h| h.chain_key);
+        } else {
+            self.held.remove(i);
+            self.rekey(i);
+        }
+        pins
+    }
+
+    /// Clears entry `i`'s pin count and returns it; reads the entry only if something is
+    /// pinned.
+    #[inline]
+    fn take_pins(&mut self, i: usize) -> u32 {
+        if self.pins == 0 {
+            return 0;
+        }
+        let p = std::mem::take(&mut self.held[i].pin_count);
+        self.pins -= p;
+        p
+    }
+
+    /// Removes entry `i` and returns it, recomputing the chain keys of the entries above it
+    /// (the kernel re-acquires them in `__lock_release()`; we do not re-validate, because every
+    /// dependency among the remaining locks is already implied by the graph).
+    pub fn remove(&mut self, i: usize) -> HeldLock {
+        self.leave(i);
+        let h = self.held.remove(i);
+        self.rekey(i);
+        h
+    }
+
+    /// Changes the class (and subclass) of entry `i` and recomputes the chain keys from it up.
+    pub fn set_class(&mut self, i: usize, class: ClassId, subclass: u8) {
+        self.held[i].class = class;
+        self.held[i].subclass = subclass;
+        self.rekey(i);
+    }
+
+    /// Changes the mode of entry `i` and recomputes the chain keys from it up.
+    pub fn set_mode(&mut self, i: usize, mode: Mode) {
+        self.held[i].mode = mode;
+        self.rekey(i);
+    }
+
+    /// Adds one pin to entry `i`.
+    pub fn pin(&mut self, i: usize) {
+        self.held[i].pin_count += 1;
+        self.pins += 1;
+    }
+
+    /// Removes one pin from entry `i`; false (and nothing changes) if it has none.
+    pub fn unpin(&mut self, i: usize) -> bool {
+        if self.held[i].pin_count == 0 {
+            return false;
+        }
+        self.held[i].pin_count -= 1;
+        self.pins -= 1;
+        true
+    }
+
+    /// Takes every entry off the stack (thread exit), leaving it empty.
+    pub fn take_all(&mut self) -> Vec<HeldLock> {
+        self.top = 0;
+        self.pins = 0;
+        self.nested = 0;
+        std::mem::take(&mut self.held)
+    }
+
+    /// Forgets the stack, the chain cache and the depth report (the validator's reset).
+    pub fn clear(&mut self) {
+        self.take_all();
+        self.cache.clear();
+        self.depth_reported = false;
+    }
+
+    fn rekey(&mut self, i: usize) {
+        let mut key = if i == 0 {
+            0
+        } else {
+            self.held[i - 1].chain_key
+        };
+        for e in &mut self.held[i..] {
+            key = e.chain_key_on(key);
+            e.chain_key = key;
+        }
+        self.top = key;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::Location;
+
+    fn entry(instance: usize) -> HeldLock {
+        HeldLock {
+            class: ClassId::new(instance as u32, 1),
+            instance,
+            name: "L",
+            mode: Mode::Exclusive,
+            trylock: false,
+            subclass: 0,
+            nest_lock: 0,
+            site: Location::caller(),
+            chain_key: 0,
+            pin_count: 0,
+        }
+    }
+
+    fn push(st: &mut ThreadState, e: HeldLock) {
+        let n = st.next(e);
+        st.push(n);
+    }
+
+    /// The keys a fresh stack of these entries would have.
+    fn fresh_keys(st: &ThreadState) -> Vec<u64> {
+        let mut key = 0;
+        st.entries()
+            .iter()
+            .map(|e| {
+                key = e.chain_key_on(key);
+                key
+            })
+            .collect()
+    }
+
+    fn keys(st: &ThreadState) -> Vec<u64> {
+        st.entries().iter().map(|e| e.chain_key).collect()
+    }
+
+    #[test]
+    fn push_and_lifo_release_keep_the_top_key() {
+        let mut st = ThreadState::new();
+        assert_eq!(st.top_key(), 0);
+        push(&mut st, entry(1));
+        let one = st.top_key();
+        push(&mut st, entry(2));
+        assert_eq!(keys(&st), fresh_keys(&st));
+        assert_eq!(st.top_key(), *keys(&st).last().unwrap());
+        st.release_at(1);
+        assert_eq!(st.top_key(), one);
+        st.release_at(0);
+        assert_eq!(st.top_key(), 0);
+    }
+
+    #[test]
+    fn out_of_order_release_rekeys_the_entries_above() {
+        let mut st = ThreadState::new();
+        for i in 1..=4 {
+            push(&mut st, entry(i));
+        }
+        st.release_at(1);
+        assert_eq!(st.entries().len(), 3);
+        assert_eq!(keys(&st), fresh_keys(&st));
+        assert_eq!(st.top_key(), *keys(&st).last().unwrap());
+        let removed = st.remove(0);
+        assert_eq!(removed.instance, 1);
+        assert_eq!(keys(&st), fresh_keys(&st));
+    }
+
+    #[test]
+    fn mode_and_class_changes_rekey() {
+        let mut st = ThreadState::new();
+        push(&mut st, entry(1));
+        push(&mut st, entry(2));
+        let before = st.top_key();
+        st.set_mode(0, Mode::Read);
+        assert_ne!(st.top_key(), before);
+        assert_eq!(keys(&st), fresh_keys(&st));
+        st.set_class(1, ClassId::new(9, 1), 1);
+        assert_eq!(st.entries()[1].subclass, 1);
+        assert_eq!(keys(&st), fresh_keys(&st));
+    }
+
+    #[test]
+    fn nest_covered_entries_do_not_count_against_the_depth() {
+        let mut st = ThreadState::new();
+        push(&mut st, entry(1));
+        for i in 2..5 {
+            push(
+                &mut st,
+                HeldLock {
+                    nest_lock: 1,
+                    ..entry(i)
+                },
+            );
+        }
+        assert_eq!(st.depth(), 1);
+        st.release_at(2);
+        assert_eq!(st.depth(), 1);
+        st.release_at(0);
+        assert_eq!(st.depth(), 0);
+        assert_eq!(st.entries().len(), 2);
+    }
+
+    #[test]
+    fn pins_are_returned_by_the_release_that_drops_them() {
+        let mut st = ThreadState::new();
+        push(&mut st, entry(1));
+        push(&mut st, entry(2));
+        st.pin(0);
+        st.pin(0);
+        assert!(st.unpin(0));
+        assert!(!st.unpin(1), "entry 1 has no pin");
+        assert_eq!(st.release_at(1), 0);
+        assert_eq!(st.release_at(0), 1);
+    }
+
+    #[test]
+    fn take_all_and_clear_empty_the_stack() {
+        let mut st = ThreadState::new();
+        push(
+            &mut st,
+            HeldLock {
+                nest_lock: 7,
+                ..entry(1)
+            },
+        );
+        st.pin(0);
+        st.cache.insert(42);
+        st.depth_reported = true;
+        assert_eq!(st.take_all().len(), 1);
+        assert_eq!((st.top_key(), st.depth()), (0, 0));
+        push(&mut st, entry(2));
+        st.clear();
+        assert!(st.entries().is_empty());
+        assert!(!st.cache.contains(42));
+        assert!(!st.depth_reported);
+        // The counters were reset with the stack: a new entry releases cleanly.
+        push(&mut st, entry(3));
+        assert_eq!(st.release_at(0), 0);
+    }
+}

@@ -1,0 +1,189 @@
+//! [`DynamicKey`]: a lock class key created at run time, and [`KeyHandle`], a weak reference
+//! to one (the kernel's `lockdep_register_key()` / `lockdep_unregister_key()`).
+
+use std::panic::Location;
+use std::ptr::NonNull;
+
+use super::lookup;
+use super::misuse;
+use super::sync;
+use super::table::{self, bucket_index, KeyNode};
+use crate::class::KeyRef;
+use crate::graph_lock::graph_lock;
+use crate::report::KeyMisuse;
+use crate::thread;
+
+/// A lock class key created at run time (the kernel's dynamically allocated
+/// `struct lock_class_key` with `lockdep_register_key()` / `lockdep_unregister_key()`).
+///
+/// Lock maps created with [`LockMap::with_dynamic_key`](crate::LockMap::with_dynamic_key)
+/// belong to the key's classes (one per subclass). Dropping the key unregisters it, which
+/// removes its classes and their dependencies: a lock that is destroyed together with its key
+/// leaves nothing behind in the graph, and a new key at the same address starts clean.
+///
+/// Misuse is reported, never a crash: using a key that is not registered, registering twice,
+/// unregistering an unknown key, and unregistering while this thread holds a lock of the key
+/// (other threads' held locks are not visible; their entries simply become unvalidated).
+///
+/// Thread-safety: `Send + Sync`; register and unregister take the graph lock and unregister
+/// waits (`hazptr` synchronize) only for lookups in the key's own bucket.
+pub struct DynamicKey {
+    node: NonNull<KeyNode>,
+}
+
+// SAFETY: the node is only read through shared references (atomics and immutable fields) and is
+// freed only by `Drop`, which needs exclusive ownership of the key.
+unsafe impl Send for DynamicKey {}
+// SAFETY: as above; all shared access is through atomics or immutable fields.
+unsafe impl Sync for DynamicKey {}
+
+impl std::fmt::Debug for DynamicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamicKey")
+            .field("name", &&*self.node().name)
+            .field("serial", &self.node().serial)
+            .finish()
+    }
+}
+
+impl DynamicKey {
+    /// Creates a key and registers it.
+    #[track_caller]
+    pub fn new(name: &str) -> DynamicKey {
+        let key = DynamicKey::new_unregistered(name);
+        key.register();
+        key
+    }
+
+    /// Creates a key without registering it; call [`register`](Self::register) before use.
+    pub fn new_unregistered(name: &str) -> DynamicKey {
+        DynamicKey {
+            node: KeyNode::alloc(name),
+        }
+    }
+
+    fn node(&self) -> &KeyNode {
+        // SAFETY: the node is allocated from `new_unregistered` until `Drop`.
+        unsafe { self.node.as_ref() }
+    }
+
+    fn addr(&self) -> usize {
+        self.node.as_ptr() as usize
+    }
+
+    pub(crate) fn key_ref(&self) -> KeyRef {
+        KeyRef::Dynamic {
+            addr: self.addr(),
+            serial: self.node().serial,
+        }
+    }
+
+    /// A weak reference to this key, valid to check after the key is gone.
+    pub fn handle(&self) -> KeyHandle {
+        KeyHandle {
+            addr: self.addr(),
+            serial: self.node().serial,
+        }
+    }
+
+    /// The key's name.
+    pub fn name(&self) -> &str {
+        &self.node().name
+    }
+
+    /// The bucket this key hashes to (0..[`KEY_BUCKETS`](crate::KEY_BUCKETS)); for tests and
+    /// diagnostics.
+    pub fn bucket(&self) -> usize {
+        bucket_index(self.addr())
+    }
+
+    /// Test hook: runs `f` while holding the hazard pointer on this key's bucket head, exactly
+    /// as a lookup does while it walks the bucket. Lets tests park a "reader" inside a bucket
+    /// (an unregister of a key in this bucket then waits for `f` to return; one in another
+    /// bucket does not). Calling `unregister` of a key in this bucket from `f` would wait for
+    /// itself: `hazptr` detects that and the validator panics.
+    #[doc(hidden)]
+    pub fn with_bucket_protected<R>(&self, f: impl FnOnce() -> R) -> R {
+        lookup::with_bucket_protected(self.addr(), f)
+    }
+
+    /// Is the key registered? Lock-free (hazard pointer on the key's bucket).
+    pub fn is_registered(&self) -> bool {
+        lookup::is_registered(self.addr(), self.node().serial)
+    }
+
+    /// Registers the key (the kernel's `lockdep_register_key()`). Registering a key that is
+    /// already registered gives [`KeyMisuse::DoubleRegister`] and changes nothing.
+    #[track_caller]
+    pub fn register(&self) {
+        let site = Location::caller();
+        let mut g = graph_lock();
+        if lookup::is_registered_locked(&g, self.addr(), self.node().serial) {
+            drop(g);
+            misuse::report(KeyMisuse::DoubleRegister, self.name(), site);
+            return;
+        }
+        table::link(&mut g, self.node);
+    }
+
+    /// Unregisters the key (the kernel's `lockdep_unregister_key()`): unlinks it, zaps its
+    /// classes with their dependencies, and waits for lookups that were walking the key's
+    /// bucket. Unregistering a key that is not registered gives [`KeyMisuse::UnknownKey`];
+    /// unregistering while this thread holds a lock of the key gives
+    /// [`KeyMisuse::UnregisterWhileHeld`] (the key is still unregistered).
+    ///
+    /// Blocks only while another thread is inside a lookup of this key's bucket.
+    #[track_caller]
+    pub fn unregister(&self) {
+        self.unregister_inner(true, Location::caller());
+    }
+
+    fn unregister_inner(&self, report_unknown: bool, site: &'static Location<'static>) {
+        let key = self.key_ref();
+        if thread::holds_key(key) {
+            misuse::report(KeyMisuse::UnregisterWhileHeld, self.name(), site);
+        }
+        // Unlink and zap under the graph lock (a class of the key can then never be created
+        // again: class creation checks registration under the same lock), then, with the
+        // graph lock dropped, wait for the lookups that were walking this bucket.
+        sync::unlink_and_wait(self.bucket(), || {
+            let mut g = graph_lock();
+            if !table::unlink(&mut g, self.node) {
+                drop(g);
+                if report_unknown {
+                    misuse::report(KeyMisuse::UnknownKey, self.name(), site);
+                }
+                return false;
+            }
+            g.graph.zap_key(key);
+            true
+        });
+    }
+}
+
+impl Drop for DynamicKey {
+    fn drop(&mut self) {
+        self.unregister_inner(false, Location::caller());
+        // SAFETY: the node is unlinked (unregister above, or never registered) and a grace
+        // period of its bucket has passed since, so no reader is on it; `self` is its only
+        // owner and is going away.
+        unsafe { KeyNode::free(self.node) };
+    }
+}
+
+/// A weak reference to a [`DynamicKey`]: its identity (address and serial) without a borrow.
+/// It can be checked at any time, also after the key was dropped and its memory reused, and
+/// then simply says "not registered". `Copy`, `Send`, `Sync`; what lock maps store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyHandle {
+    addr: usize,
+    serial: u64,
+}
+
+impl KeyHandle {
+    /// Is the key still registered? Lock-free: a hazard pointer on the key's bucket protects
+    /// the walk; the key's own memory is never touched.
+    pub fn is_registered(self) -> bool {
+        lookup::is_registered(self.addr, self.serial)
+    }
+}

@@ -1,0 +1,53 @@
+//! Every fixed size in the validator, with the reason for its value.
+//!
+//! Reaching a limit is never silent and never turns the validator off: classes and the
+//! held-lock depth are reported once ([`Report::CapacityExhausted`](crate::Report)), a full
+//! chain table is flushed and counted, and the key table and per-thread cache only get slower.
+
+/// The maximum number of live lock classes (the kernel's `MAX_LOCKDEP_KEYS` is 8191).
+///
+/// Why this value: the generation table (one 32-bit word per class slot) is a zeroed static,
+/// 256 KiB of `.bss` touched only where classes live, so the fast path needs no lazy
+/// initialization; and a lock map caches a class id with its subclass tagged into bits 16..20,
+/// above every class index (see `class::cached`). Beyond it, new classes are reported once
+/// ([`Report::CapacityExhausted`](crate::Report::CapacityExhausted)) and their locks are tracked
+/// without validation until classes are freed (keys unregistered, or [`reset`](crate::reset)).
+pub const MAX_CLASSES: usize = 1 << 16;
+
+/// The number of subclasses per key (the kernel's `MAX_LOCKDEP_SUBCLASSES`): the nesting
+/// levels `*_lock_nested()` can name. A larger subclass is reported
+/// ([`KeyMisuse::InvalidSubclass`](crate::KeyMisuse::InvalidSubclass)) and the lock is tracked
+/// unvalidated. It must fit the 4-bit subclass tag of a lock map's class cache.
+pub const MAX_SUBCLASSES: u8 = 8;
+
+/// log2 of [`KEY_BUCKETS`].
+pub(crate) const KEY_BUCKET_BITS: u32 = 16;
+
+/// The number of buckets of the dynamic-key table.
+///
+/// The kernel's `KEYHASH_BITS` is 12; we use more buckets (512 KiB of zeroed `.bss`, touched
+/// only where keys land) so that a million live keys still give short buckets (a bucket walk
+/// is a chain of cache misses), and an unregister shares its bucket, and so its wait for
+/// lookups, with fewer readers.
+pub const KEY_BUCKETS: usize = 1 << KEY_BUCKET_BITS;
+
+/// The number of slots of the global chain table (the kernel's `MAX_LOCKDEP_CHAINS`).
+///
+/// 8-byte slots in a zeroed static (512 KiB of `.bss`), so a lookup needs no lazy
+/// initialization. When a probe window is full the whole table is flushed, which costs only
+/// re-validation of the chains seen next.
+pub(crate) const CHAIN_TABLE_SLOTS: usize = 1 << 16;
+
+/// How many consecutive slots a chain-table lookup or insert probes: it bounds a miss on the
+/// fast path to two cache lines.
+pub(crate) const CHAIN_TABLE_PROBE: usize = 16;
+
+/// The number of slots of each thread's direct-mapped chain cache: 512 bytes of thread-local
+/// storage, enough for the chains a thread repeats; a conflict only costs a probe of the global
+/// table.
+pub(crate) const LOCAL_CHAIN_SLOTS: usize = 64;
+
+/// The default held-lock depth limit (the kernel's `MAX_LOCK_DEPTH`), changed with
+/// [`set_max_depth`](crate::set_max_depth). Locks above it are still tracked and validated; the
+/// first crossing is reported once per thread.
+pub const DEFAULT_MAX_DEPTH: usize = 48;

@@ -1,0 +1,250 @@
+//! Every report the validator makes is built here, from the thread's held stack
+//! ([`held`](crate::held)) and the class table ([`graph`](crate::graph)).
+//!
+//! The callers hold what a builder reads (the thread state; the graph lock for class names and
+//! recorded dependencies), build, release both, and only then deliver
+//! ([`policy`](super::policy)), so a handler never runs inside the validator.
+
+use std::panic::Location;
+
+use super::types::{
+    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
+    ThreadDesc,
+};
+use crate::class::ClassId;
+use crate::graph::search::Step;
+use crate::graph::{Graph, Trace};
+use crate::held::{HeldLock, ThreadState};
+use crate::limits::MAX_CLASSES;
+use crate::mode::{DepKind, Mode};
+
+type Site = &'static Location<'static>;
+
+// ------------------------------------------------------------------------------ descriptions
+
+/// The thread that owns `st`.
+pub(crate) fn thread(st: &ThreadState) -> ThreadDesc {
+    let (id, name) = st.identity();
+    ThreadDesc {
+        name: name.clone(),
+        id: *id,
+    }
+}
+
+/// A thread whose validator state is gone (it is exiting) or in use further up its stack.
+pub(crate) fn unknown_thread() -> ThreadDesc {
+    ThreadDesc {
+        name: "<exiting>".to_owned(),
+        id: 0,
+    }
+}
+
+/// One held lock, with its class name (a zapped or unvalidated class shows the map's name).
+pub(crate) fn lock(g: &Graph, h: &HeldLock) -> LockDesc {
+    let class_name = match g.class(h.class) {
+        Some(c) => c.name.to_string(),
+        None if h.subclass == 0 => h.name.to_owned(),
+        None => format!("{}/{}", h.name, h.subclass),
+    };
+    LockDesc {
+        class: h.class,
+        class_name,
+        instance: h.instance,
+        mode: h.mode,
+        trylock: h.trylock,
+        site: h.site,
+    }
+}
+
+/// The thread's held locks, bottom first.
+pub(crate) fn held(g: &Graph, st: &ThreadState) -> Vec<LockDesc> {
+    st.entries().iter().map(|h| lock(g, h)).collect()
+}
+
+// ----------------------------------------------------------------------- keys and classes
+
+/// A dynamic key (or a subclass) was misused.
+pub(crate) fn key_misuse(thread: ThreadDesc, kind: KeyMisuse, key: &str, site: Site) -> Report {
+    Report::KeyMisuse {
+        thread,
+        kind,
+        key: key.to_owned(),
+        site,
+    }
+}
+
+/// All [`MAX_CLASSES`] classes are live.
+pub(crate) fn classes_exhausted(thread: ThreadDesc) -> Report {
+    Report::CapacityExhausted {
+        thread,
+        what: Capacity::Classes,
+        limit: MAX_CLASSES,
+    }
+}
+
+// ---------------------------------------------------------------------------- acquisitions
+
+/// `acquiring` names a nest_lock (`nest_lock`, by its map's name) this thread does not hold.
+pub(crate) fn nest_lock_not_held(
+    g: &Graph,
+    st: &ThreadState,
+    acquiring: &HeldLock,
+    nest_lock: &str,
+) -> Report {
+    Report::NestLockNotHeld {
+        thread: thread(st),
+        acquiring: lock(g, acquiring),
+        nest_lock: nest_lock.to_owned(),
+        held: held(g, st),
+    }
+}
+
+/// The thread's held-lock depth reached `limit`.
+pub(crate) fn depth_exhausted(st: &ThreadState, limit: usize) -> Report {
+    Report::CapacityExhausted {
+        thread: thread(st),
+        what: Capacity::HeldLocks,
+        limit,
+    }
+}
+
+/// `acquiring` is of the class of the held `holding`: the same instance again
+/// ([`Report::RecursiveLocking`]) or another instance without an annotation
+/// ([`Report::MissingNestingAnnotation`]); the kernel's `print_deadlock_bug()`.
+pub(crate) fn same_class(
+    g: &Graph,
+    st: &ThreadState,
+    holding: &HeldLock,
+    acquiring: &HeldLock,
+) -> Report {
+    let s = SameClass {
+        thread: thread(st),
+        acquiring: lock(g, acquiring),
+        holding: lock(g, holding),
+        held: held(g, st),
+    };
+    if holding.instance == acquiring.instance {
+        Report::RecursiveLocking(s)
+    } else {
+        Report::MissingNestingAnnotation(s)
+    }
+}
+
+/// The new dependency `prev -(kind)-> next` would close a strong cycle with the recorded
+/// `path` (`next ->* prev`, as the search found it); `trace` is the current stack, if
+/// captured. The kernel's `print_circular_bug()`.
+pub(crate) fn circular(
+    g: &Graph,
+    st: &ThreadState,
+    prev: &HeldLock,
+    next: &HeldLock,
+    kind: DepKind,
+    path: &[Step],
+    trace: Option<Trace>,
+) -> Report {
+    let name = |slot: u32| {
+        g.slot(slot)
+            .map_or_else(|| "<zapped>".to_owned(), |c| c.name.to_string())
+    };
+    let mut cycle = vec![Dependency {
+        from: name(prev.class.index()),
+        to: name(next.class.index()),
+        kind,
+        from_site: prev.site,
+        to_site: next.site,
+        trace,
+    }];
+    for s in path {
+        let sites = g
+            .slot(s.from)
+            .and_then(|c| c.after.get(&s.to))
+            .and_then(|e| e.sites(s.kind).cloned());
+        let (from_site, to_site, trace) =
+            sites.map_or((next.site, next.site, None), |e| (e.prev, e.next, e.trace));
+        cycle.push(Dependency {
+            from: name(s.from),
+            to: name(s.to),
+            kind: s.kind,
+            from_site,
+            to_site,
+            trace,
+        });
+    }
+    Report::CircularDependency(CircularDependency {
+        thread: thread(st),
+        acquiring: lock(g, next),
+        holding: lock(g, prev),
+        cycle,
+        held: held(g, st),
+    })
+}
+
+// ------------------------------------------------------------------ releases and lifetimes
+
+/// A release of a lock this thread does not hold: the lock map `name` at `instance`, whose
+/// cached class (if any) is `class`; `site` is where the release was recorded.
+pub(crate) fn bad_unlock(
+    g: &Graph,
+    st: &ThreadState,
+    name: &str,
+    class: ClassId,
+    instance: usize,
+    site: Site,
+) -> Report {
+    Report::BadUnlockBalance {
+        thread: thread(st),
+        releasing: LockDesc {
+            class,
+            class_name: name.to_owned(),
+            instance,
+            mode: Mode::Exclusive,
+            trylock: false,
+            site,
+        },
+        held: held(g, st),
+    }
+}
+
+/// The held lock `freed` lives in the freed memory `range`; it is already off the stack.
+pub(crate) fn held_lock_freed(
+    g: &Graph,
+    st: &ThreadState,
+    freed: &HeldLock,
+    range: (usize, usize),
+    freed_at: Option<Site>,
+) -> Report {
+    Report::HeldLockFreed {
+        thread: thread(st),
+        lock: lock(g, freed),
+        range,
+        freed_at,
+        held: held(g, st),
+    }
+}
+
+/// The thread is exiting with `held` (already taken off its stack).
+pub(crate) fn held_at_exit(g: &Graph, st: &ThreadState, held: &[HeldLock]) -> Report {
+    Report::LockHeldAtExit {
+        thread: thread(st),
+        held: held.iter().map(|h| lock(g, h)).collect(),
+    }
+}
+
+// ----------------------------------------------------------------------------- annotations
+
+/// An annotation on the lock map `lock` (empty for `assert_none_held`) did not hold.
+pub(crate) fn assertion_failed(
+    g: &Graph,
+    st: &ThreadState,
+    kind: AssertKind,
+    lock: &str,
+    site: Site,
+) -> Report {
+    Report::AssertionFailed {
+        thread: thread(st),
+        kind,
+        lock: lock.to_owned(),
+        site,
+        held: held(g, st),
+    }
+}

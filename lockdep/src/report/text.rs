@@ -1,0 +1,275 @@
+//! The kernel-style text of a report (its `Display`).
+//!
+//! The layout follows the kernel's lockdep splats (`print_circular_bug()`,
+//! `print_deadlock_bug()`, `print_unlock_imbalance_bug()`, ...): a banner, "is trying to
+//! acquire", "already holding", the existing dependency chain, the CPU0/CPU1 unsafe scenario,
+//! "*** DEADLOCK ***" and the held locks. The wording is ours.
+
+use std::fmt;
+
+use super::types::{
+    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass, ThreadDesc,
+};
+use crate::mode::Mode;
+
+fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
+    let n = title.len();
+    writeln!(f)?;
+    writeln!(f, "{}", "=".repeat(n))?;
+    writeln!(f, "{title}")?;
+    writeln!(f, "{}", "-".repeat(n))
+}
+
+fn lock_line(f: &mut fmt::Formatter<'_>, l: &LockDesc) -> fmt::Result {
+    let r = match l.mode {
+        Mode::Exclusive => "",
+        Mode::Read => " (read)",
+        Mode::RecursiveRead => " (recursive read)",
+    };
+    let t = if l.trylock { " (trylock)" } else { "" };
+    writeln!(
+        f,
+        "{:#x} ({}){}{}, at: {}",
+        l.instance, l.class_name, r, t, l.site
+    )
+}
+
+fn held_block(f: &mut fmt::Formatter<'_>, t: &ThreadDesc, held: &[LockDesc]) -> fmt::Result {
+    if held.is_empty() {
+        return writeln!(f, "no locks held by {}/{}.", t.name, t.id);
+    }
+    let s = if held.len() == 1 { "" } else { "s" };
+    writeln!(f, "{} lock{s} held by {}/{}:", held.len(), t.name, t.id)?;
+    for (i, l) in held.iter().enumerate() {
+        write!(f, " #{i}: ")?;
+        lock_line(f, l)?;
+    }
+    Ok(())
+}
+
+fn trace(f: &mut fmt::Formatter<'_>, d: &Dependency) -> fmt::Result {
+    match &d.trace {
+        Some(t) => writeln!(f, "{}", t.0),
+        None => Ok(()),
+    }
+}
+
+/// The head of a report about an acquisition: the banner, the lock being acquired and, for a
+/// conflict between two locks, the held one.
+fn acquisition(
+    f: &mut fmt::Formatter<'_>,
+    title: &str,
+    thread: &ThreadDesc,
+    acquiring: &LockDesc,
+    holding: Option<&LockDesc>,
+) -> fmt::Result {
+    banner(f, title)?;
+    writeln!(
+        f,
+        "{}/{} is trying to acquire lock:",
+        thread.name, thread.id
+    )?;
+    lock_line(f, acquiring)?;
+    match holding {
+        Some(h) => {
+            writeln!(f, "\nbut task is already holding lock:")?;
+            lock_line(f, h)
+        }
+        None => Ok(()),
+    }
+}
+
+/// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken.
+fn chain_link(f: &mut fmt::Formatter<'_>, k: usize, d: &Dependency, acquired: &str) -> fmt::Result {
+    writeln!(f, "\n-> #{k} ({}):", d.to)?;
+    writeln!(
+        f,
+        "       {} {acquired} at {} [{}]",
+        d.to, d.to_site, d.kind
+    )?;
+    writeln!(
+        f,
+        "       while holding {} acquired at {}",
+        d.from, d.from_site
+    )?;
+    trace(f, d)
+}
+
+fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
+    let title = "WARNING: possible circular locking dependency detected";
+    acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
+    writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
+    writeln!(f, "the existing dependency chain (in reverse order) is:")?;
+    let n = c.cycle.len();
+    for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
+        chain_link(f, k, d, "acquired")?;
+    }
+    if let Some(d) = c.cycle.first() {
+        chain_link(f, 0, d, "being acquired")?;
+    }
+    writeln!(f, "\nother info that might help us debug this:\n")?;
+    // The class that depends on `holding` last on the path (the kernel's "parent").
+    let parent = c.cycle.last().map(|d| d.from.clone()).unwrap_or_default();
+    let (held_name, new_name) = (&c.holding.class_name, &c.acquiring.class_name);
+    if n > 2 {
+        writeln!(f, "Chain exists of:")?;
+        writeln!(f, "  {new_name} --> {parent} --> {held_name}\n")?;
+    }
+    let (hv, nv) = (c.holding.mode.verb(), c.acquiring.mode.verb());
+    writeln!(f, " Possible unsafe locking scenario:\n")?;
+    writeln!(f, "       CPU0                    CPU1")?;
+    writeln!(f, "       ----                    ----")?;
+    writeln!(f, "  {hv}({held_name});")?;
+    writeln!(f, "                               lock({parent});")?;
+    writeln!(f, "                               {hv}({held_name});")?;
+    writeln!(f, "  {nv}({new_name});")?;
+    writeln!(f, "\n *** DEADLOCK ***\n")?;
+    held_block(f, &c.thread, &c.held)
+}
+
+fn same_class(f: &mut fmt::Formatter<'_>, s: &SameClass, same_instance: bool) -> fmt::Result {
+    let title = "WARNING: possible recursive locking detected";
+    acquisition(f, title, &s.thread, &s.acquiring, Some(&s.holding))?;
+    writeln!(f, "\nother info that might help us debug this:")?;
+    writeln!(f, " Possible unsafe locking scenario:\n")?;
+    writeln!(f, "       CPU0")?;
+    writeln!(f, "       ----")?;
+    writeln!(f, "  {}({});", s.holding.mode.verb(), s.holding.class_name)?;
+    writeln!(
+        f,
+        "  {}({});",
+        s.acquiring.mode.verb(),
+        s.acquiring.class_name
+    )?;
+    writeln!(f, "\n *** DEADLOCK ***\n")?;
+    if !same_instance {
+        writeln!(f, " May be due to missing lock nesting notation\n")?;
+    }
+    held_block(f, &s.thread, &s.held)
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Report::CircularDependency(c) => circular(f, c),
+            Report::RecursiveLocking(s) => same_class(f, s, true),
+            Report::MissingNestingAnnotation(s) => same_class(f, s, false),
+            Report::NestLockNotHeld {
+                thread,
+                acquiring,
+                nest_lock,
+                held,
+            } => {
+                let title = "WARNING: Nested lock was not taken";
+                acquisition(f, title, thread, acquiring, None)?;
+                writeln!(f, "\nbut its nest lock {nest_lock} is not held.\n")?;
+                held_block(f, thread, held)
+            }
+            Report::BadUnlockBalance {
+                thread,
+                releasing,
+                held,
+            } => {
+                banner(f, "WARNING: bad unlock balance detected!")?;
+                writeln!(
+                    f,
+                    "{}/{} is trying to release lock ({}) at:",
+                    thread.name, thread.id, releasing.class_name
+                )?;
+                writeln!(f, "{}", releasing.site)?;
+                writeln!(f, "but there are no more locks to release!\n")?;
+                writeln!(f, "other info that might help us debug this:")?;
+                held_block(f, thread, held)
+            }
+            Report::HeldLockFreed {
+                thread,
+                lock,
+                range,
+                freed_at,
+                held,
+            } => {
+                banner(f, "WARNING: held lock freed!")?;
+                writeln!(
+                    f,
+                    "{}/{} is freeing memory {:#x}-{:#x}, with a lock still held there!",
+                    thread.name,
+                    thread.id,
+                    range.0,
+                    range.1.saturating_sub(1)
+                )?;
+                match freed_at {
+                    Some(site) => writeln!(f, "freed or re-initialised at: {site}")?,
+                    None => writeln!(f, "the lock map itself was dropped")?,
+                }
+                lock_line(f, lock)?;
+                writeln!(f)?;
+                held_block(f, thread, held)
+            }
+            Report::LockHeldAtExit { thread, held } => {
+                banner(f, "WARNING: lock held when thread exits!")?;
+                writeln!(
+                    f,
+                    "{}/{} is exiting with locks still held!",
+                    thread.name, thread.id
+                )?;
+                held_block(f, thread, held)
+            }
+            Report::KeyMisuse {
+                thread,
+                kind,
+                key,
+                site,
+            } => {
+                let title = match kind {
+                    KeyMisuse::NotRegistered => "BUG: lock class key has not been registered!",
+                    KeyMisuse::DoubleRegister => "WARNING: lock class key registered twice!",
+                    KeyMisuse::UnknownKey => "WARNING: unregistering an unknown lock class key!",
+                    KeyMisuse::UnregisterWhileHeld => {
+                        "WARNING: unregistering a lock class key while a lock of it is held!"
+                    }
+                    KeyMisuse::InvalidSubclass => "BUG: looking up invalid subclass!",
+                };
+                banner(f, title)?;
+                writeln!(f, "{}/{}: key ({key}) at {site}", thread.name, thread.id)?;
+                if *kind == KeyMisuse::NotRegistered {
+                    writeln!(
+                        f,
+                        "maybe the key was dropped or unregistered before this use?"
+                    )?;
+                }
+                Ok(())
+            }
+            Report::AssertionFailed {
+                thread,
+                kind,
+                lock,
+                site,
+                held,
+            } => {
+                banner(f, "WARNING: lock annotation failed!")?;
+                writeln!(
+                    f,
+                    "{}/{}: {kind:?} for lock ({lock}) at {site}\n",
+                    thread.name, thread.id
+                )?;
+                held_block(f, thread, held)
+            }
+            Report::CapacityExhausted {
+                thread,
+                what,
+                limit,
+            } => {
+                let what_s = match what {
+                    Capacity::HeldLocks => "MAX_LOCK_DEPTH",
+                    Capacity::Classes => "MAX_LOCKDEP_CLASSES",
+                };
+                banner(f, &format!("BUG: {what_s} too low!"))?;
+                writeln!(
+                    f,
+                    "{}/{}: the limit is {limit}; the validator keeps running.",
+                    thread.name, thread.id
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! What a report says: every finding is a [`Report`], with the thread, the locks and the
+//! dependencies it concerns.
+
+use std::panic::Location;
+
+use crate::class::ClassId;
+use crate::graph::Trace;
+use crate::mode::{DepKind, Mode};
+
+/// The thread a report is about.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadDesc {
+    /// `std::thread::Thread::name()`, or `<unnamed>`.
+    pub name: String,
+    /// A validator-assigned thread number (unique in the process, never reused).
+    pub id: u64,
+}
+
+/// One lock as it appears in a report: held, being acquired or being released.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockDesc {
+    /// The lock class ([`ClassId::NONE`] if the lock is not validated).
+    pub class: ClassId,
+    /// The class name, with `/subclass` appended for subclasses other than 0.
+    pub class_name: String,
+    /// The lock instance (the address of its [`LockMap`](crate::LockMap)).
+    pub instance: usize,
+    /// The acquire mode.
+    pub mode: Mode,
+    /// True if the lock was taken by a trylock.
+    pub trylock: bool,
+    /// Where it was acquired (or released, for a release report).
+    pub site: &'static Location<'static>,
+}
+
+/// One dependency of a cycle, with both of its acquisition sites.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dependency {
+    /// The class that was held.
+    pub from: String,
+    /// The class that was acquired while `from` was held.
+    pub to: String,
+    /// The dependency kind (EN/SN/ER/SR).
+    pub kind: DepKind,
+    /// Where `from` was acquired when the dependency was recorded.
+    pub from_site: &'static Location<'static>,
+    /// Where `to` was acquired when the dependency was recorded.
+    pub to_site: &'static Location<'static>,
+    /// The full stack of that acquisition, if backtrace capture was on when the dependency
+    /// was recorded (for `cycle[0]`, the current stack if capture is on).
+    pub trace: Option<Trace>,
+}
+
+/// A possible circular locking dependency (a strong cycle in the class graph).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CircularDependency {
+    /// The thread that tried to close the cycle.
+    pub thread: ThreadDesc,
+    /// The lock being acquired.
+    pub acquiring: LockDesc,
+    /// The held lock whose dependency on `acquiring` would close the cycle.
+    pub holding: LockDesc,
+    /// The cycle. `cycle[0]` is the new dependency `holding -> acquiring` (sites: where
+    /// `holding` was acquired and the current site); `cycle[1..]` are the recorded
+    /// dependencies `acquiring -> ... -> holding`, in path order.
+    pub cycle: Vec<Dependency>,
+    /// The thread's held locks, bottom first.
+    pub held: Vec<LockDesc>,
+}
+
+/// A lock of a class this thread already holds, taken in a way that can self-deadlock.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SameClass {
+    /// The thread.
+    pub thread: ThreadDesc,
+    /// The lock being acquired.
+    pub acquiring: LockDesc,
+    /// The held lock of the same class.
+    pub holding: LockDesc,
+    /// The thread's held locks, bottom first.
+    pub held: Vec<LockDesc>,
+}
+
+/// What was wrong with a dynamic key.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyMisuse {
+    /// A lock used a key that is not registered (never registered, or already unregistered).
+    NotRegistered,
+    /// `register` on a key that is already registered.
+    DoubleRegister,
+    /// `unregister` on a key that is not registered.
+    UnknownKey,
+    /// `unregister` while this thread holds a lock of one of the key's classes.
+    UnregisterWhileHeld,
+    /// A subclass of [`MAX_SUBCLASSES`](crate::MAX_SUBCLASSES) or more.
+    InvalidSubclass,
+}
+
+/// Which annotation failed.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssertKind {
+    /// `assert_held`: the lock is not held by this thread.
+    NotHeld,
+    /// `assert_held_mode`: held, but in another mode.
+    WrongMode,
+    /// `assert_not_held`: the lock is held by this thread.
+    Held,
+    /// `assert_none_held`: this thread holds locks.
+    SomeHeld,
+    /// A pinned lock (`pin`) was released.
+    ReleasedWhilePinned,
+    /// `unpin` of a lock that is not pinned or not held.
+    BadUnpin,
+}
+
+/// Which fixed limit was reached.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capacity {
+    /// The per-thread held-lock depth limit ([`set_max_depth`](crate::set_max_depth)); the
+    /// extra locks are still tracked and validated.
+    HeldLocks,
+    /// The number of live lock classes ([`MAX_CLASSES`](crate::MAX_CLASSES)); locks of new
+    /// classes are tracked but not validated until classes are freed.
+    Classes,
+}
+
+/// Everything the validator can report.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// A new dependency would close a strong cycle (kernel: "possible circular locking
+    /// dependency detected").
+    CircularDependency(CircularDependency),
+    /// The same lock instance is taken again by the thread holding it (kernel: "possible
+    /// recursive locking detected").
+    RecursiveLocking(SameClass),
+    /// Another lock of a held class is taken without a subclass or nest_lock annotation
+    /// (kernel: the same report, "May be due to missing lock nesting notation").
+    MissingNestingAnnotation(SameClass),
+    /// A nest_lock annotation names a lock this thread does not hold (kernel: "Nested lock
+    /// was not taken").
+    #[non_exhaustive]
+    NestLockNotHeld {
+        /// The thread.
+        thread: ThreadDesc,
+        /// The lock being acquired.
+        acquiring: LockDesc,
+        /// The name of the nest lock's map.
+        nest_lock: String,
+        /// The thread's held locks.
+        held: Vec<LockDesc>,
+    },
+    /// A release of a lock this thread does not hold (kernel: "bad unlock balance detected").
+    #[non_exhaustive]
+    BadUnlockBalance {
+        /// The thread.
+        thread: ThreadDesc,
+        /// The lock being released (its site is the release site).
+        releasing: LockDesc,
+        /// The thread's held locks.
+        held: Vec<LockDesc>,
+    },
+    /// A held lock's memory was freed or re-initialised (kernel: "held lock freed!").
+    #[non_exhaustive]
+    HeldLockFreed {
+        /// The thread.
+        thread: ThreadDesc,
+        /// The held lock that lives in the freed memory.
+        lock: LockDesc,
+        /// The freed or re-initialised memory, `[start, end)`.
+        range: (usize, usize),
+        /// Where the memory was freed or re-initialised; `None` when a
+        /// [`LockMap`](crate::LockMap) was dropped (its destructor does not know its caller).
+        freed_at: Option<&'static Location<'static>>,
+        /// The thread's held locks, after the freed lock was dropped from them.
+        held: Vec<LockDesc>,
+    },
+    /// A thread exited while holding locks (kernel: "lock held when returning to user space").
+    #[non_exhaustive]
+    LockHeldAtExit {
+        /// The thread.
+        thread: ThreadDesc,
+        /// The locks it still held.
+        held: Vec<LockDesc>,
+    },
+    /// A dynamic key was misused (kernel: "key has not been registered!", and friends).
+    #[non_exhaustive]
+    KeyMisuse {
+        /// The thread.
+        thread: ThreadDesc,
+        /// What went wrong.
+        kind: KeyMisuse,
+        /// The key's (or lock map's) name.
+        key: String,
+        /// Where.
+        site: &'static Location<'static>,
+    },
+    /// A lock annotation did not hold (kernel: `lockdep_assert_held()` and friends).
+    #[non_exhaustive]
+    AssertionFailed {
+        /// The thread.
+        thread: ThreadDesc,
+        /// Which assertion.
+        kind: AssertKind,
+        /// The lock map's name (empty for `assert_none_held`).
+        lock: String,
+        /// Where.
+        site: &'static Location<'static>,
+        /// The thread's held locks.
+        held: Vec<LockDesc>,
+    },
+    /// A fixed limit was reached (kernel: "BUG: MAX_LOCKDEP_* too low!"). Unlike the kernel,
+    /// the validator keeps running.
+    #[non_exhaustive]
+    CapacityExhausted {
+        /// The thread.
+        thread: ThreadDesc,
+        /// Which limit.
+        what: Capacity,
+        /// The limit's value.
+        limit: usize,
+    },
+}
+
+impl Report {
+    /// The thread the report is about.
+    pub fn thread(&self) -> &ThreadDesc {
+        match self {
+            Report::CircularDependency(c) => &c.thread,
+            Report::RecursiveLocking(s) | Report::MissingNestingAnnotation(s) => &s.thread,
+            Report::NestLockNotHeld { thread, .. }
+            | Report::BadUnlockBalance { thread, .. }
+            | Report::HeldLockFreed { thread, .. }
+            | Report::LockHeldAtExit { thread, .. }
+            | Report::KeyMisuse { thread, .. }
+            | Report::AssertionFailed { thread, .. }
+            | Report::CapacityExhausted { thread, .. } => thread,
+        }
+    }
+
+    /// For a circular dependency, the class names around the cycle starting with the held
+    /// lock: `[holding, acquiring, ..., holding]`. Empty for other reports.
+    pub fn cycle_classes(&self) -> Vec<String> {
+        match self {
+            Report::CircularDependency(c) => {
+                let mut v: Vec<String> = c.cycle.iter().map(|d| d.from.clone()).collect();
+                if let Some(first) = v.first().cloned() {
+                    v.push(first);
+                }
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A report is an error value too, so a callback can hand it to error-reporting code.
+impl std::error::Error for Report {}

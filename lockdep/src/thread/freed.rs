@@ -1,0 +1,36 @@
+//! Freed or re-initialised memory that still holds a lock of this thread (the kernel's
+//! `debug_check_no_locks_freed()`).
+
+use std::panic::Location;
+
+use super::local::with_state;
+use crate::graph_lock::graph_lock;
+use crate::report::{self, build};
+
+/// Reports and forgets every lock this thread holds whose map lies in `[addr, addr + len)`.
+/// `site` is where the memory is freed, `None` when a lock map is dropped.
+pub(crate) fn check_no_locks_freed(
+    addr: *const u8,
+    len: usize,
+    site: Option<&'static Location<'static>>,
+) {
+    let (lo, hi) = (addr as usize, addr as usize + len);
+    let reports = with_state(|st| {
+        let mut out = Vec::new();
+        while let Some(i) = st
+            .entries()
+            .iter()
+            .position(|h| h.instance >= lo && h.instance < hi)
+        {
+            let h = st.remove(i);
+            let g = graph_lock();
+            out.push(build::held_lock_freed(&g.graph, st, &h, (lo, hi), site));
+        }
+        out
+    });
+    if let Some(r) = reports {
+        if !r.is_empty() {
+            report::deliver(r);
+        }
+    }
+}

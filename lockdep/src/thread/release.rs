@@ -1,0 +1,61 @@
+//! Release (the kernel's `__lock_release()`): the lock leaves the held stack, in any order.
+
+use std::panic::Location;
+
+use super::local::with_state;
+use crate::class::ClassId;
+use crate::graph_lock::graph_lock;
+use crate::report::{self, build, AssertKind};
+
+/// What a release found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// The lock was held and is not any more (or the thread's state is unavailable, in which
+    /// case nothing is tracked).
+    Released,
+    /// This thread does not hold the lock.
+    NotHeld,
+    /// The lock was held and pinned; it is released anyway.
+    WasPinned,
+}
+
+/// Takes the topmost entry of lock instance `instance` off this thread's stack. No lock taken;
+/// small return values only, as this is the hot path.
+#[inline]
+pub(crate) fn release(instance: usize) -> Release {
+    with_state(|st| match st.find(instance) {
+        None => Release::NotHeld,
+        Some(i) if st.release_at(i) > 0 => Release::WasPinned,
+        Some(_) => Release::Released,
+    })
+    .unwrap_or(Release::Released)
+}
+
+/// Reports what [`release`] found for the lock map `name` at `instance` (its cached class
+/// `class`), released at `site`. Nothing for [`Release::Released`].
+#[cold]
+pub(crate) fn report_release(
+    found: Release,
+    name: &str,
+    class: ClassId,
+    instance: usize,
+    site: &'static Location<'static>,
+) {
+    let r = with_state(|st| {
+        let g = graph_lock();
+        match found {
+            Release::Released => None,
+            Release::NotHeld => Some(build::bad_unlock(&g.graph, st, name, class, instance, site)),
+            Release::WasPinned => Some(build::assertion_failed(
+                &g.graph,
+                st,
+                AssertKind::ReleasedWhilePinned,
+                name,
+                site,
+            )),
+        }
+    });
+    if let Some(Some(r)) = r {
+        report::deliver(vec![r]);
+    }
+}
