@@ -11,8 +11,9 @@
 #             crate.
 #
 # Per crate it prints: compiled, tests passed/failed/ignored, build time, the test phase's
-# wall time (median over --runs runs; the build is not timed in it) and the patched/baseline
-# ratio, and the number of lockdep reports (lines starting `WARNING: `, the report banner;
+# wall time (median over --runs runs; the build is not timed in it), the patched/baseline ratio
+# (the runs alternate the two modes round by round; the ratio is the median of the rounds'
+# ratios), and the number of lockdep reports (lines starting `WARNING: `, the report banner;
 # tests run with --nocapture so that passing tests' output is counted too).
 #
 # An inverted-order probe (instrumented-locks/compat/parity/probe/) is copied into
@@ -360,56 +361,63 @@ failed_tests() { # LOG -> names of failed tests, one per line
     sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$1" | sort -u
 }
 
-# run_suite NAME WORK MODE -> sets R_COMPILED R_BUILD R_PASSED R_FAILED R_IGNORED R_TEST R_REPORTS
-# R_NOTE, and R_VERDICT: ok when it built, tests ran, and every failure (in any run) is a known
-# flaky test.
-run_suite() {
-    local c=$1 work=$2 mode=$3 v=${VERSION[$1]}
-    local blog=$SCRATCH/logs/$c-$mode-build.log
-    local lines=() line
-    mapfile -t lines < <(suite "$c" "$SCRATCH/src/$c-$v")
-    R_COMPILED=yes R_BUILD=0 R_PASSED=0 R_FAILED=0 R_IGNORED=0 R_TEST=- R_TIMES=- R_REPORTS=0 R_NOTE=""
-    R_VERDICT=FAIL
+suite_lines() { # NAME -> fills the array SUITE with the suite's cargo test argument lines
+    mapfile -t SUITE < <(suite "$1" "$SCRATCH/src/$1-${VERSION[$1]}")
+}
+
+# build_suite NAME WORK MODE -> sets B_COMPILED (yes/no) and B_BUILD (seconds)
+build_suite() {
+    local c=$1 work=$2 mode=$3 blog=$SCRATCH/logs/$1-$3-build.log line args t0 t1 a
+    suite_lines "$c"
+    B_COMPILED=yes
     : >"$blog"
-    local t0 t1 args
     t0=$(now)
-    for line in "${lines[@]}"; do
+    for line in "${SUITE[@]}"; do
         read -r -a args <<<"$line"
         # Doc tests cannot be built ahead (rustdoc compiles them when they run, which is then
         # part of the test phase); build the library they link instead.
         local build=(test "${args[@]}" --no-run)
         if [[ " ${args[*]} " == *" --doc "* ]]; then
             build=(build)
-            local a
             for a in "${args[@]}"; do [[ $a == --doc ]] || build+=("$a"); done
         fi
         echo "\$ cargo ${build[*]}" >>"$blog"
         if ! (cd "$work" && cargo "${build[0]}" "${OFFLINE[@]}" "${JOBS[@]}" "${build[@]:1}") >>"$blog" 2>&1; then
-            R_COMPILED=no
+            B_COMPILED=no
         fi
     done
     t1=$(now)
-    R_BUILD=$(elapsed "$t0" "$t1")
-    if [[ $R_COMPILED == no ]]; then
-        R_NOTE="build failed: $blog"
-        return
-    fi
-    local times=() run tlog differs=0 first="" failed_names="" failing_runs=0 cargo_failed=0
+    B_BUILD=$(elapsed "$t0" "$t1")
+}
+
+# test_once NAME WORK MODE RUN -> sets T_SECONDS; the output goes to the run's log. A file
+# `<log>.cargo-failed` records that some `cargo test` exited non-zero.
+test_once() {
+    local c=$1 work=$2 mode=$3 tlog=$SCRATCH/logs/$1-$3-test-$4.log line args t0 t1
+    suite_lines "$c"
+    : >"$tlog"
+    rm -f "$tlog.cargo-failed"
+    t0=$(now)
+    for line in "${SUITE[@]}"; do
+        read -r -a args <<<"$line"
+        echo "\$ cargo test ${args[*]} --no-fail-fast -- --nocapture" >>"$tlog"
+        if ! (cd "$work" && cargo test "${OFFLINE[@]}" "${args[@]}" --no-fail-fast -- --nocapture) \
+            >>"$tlog" 2>&1; then
+            : >"$tlog.cargo-failed"
+        fi
+    done
+    t1=$(now)
+    T_SECONDS=$(elapsed "$t0" "$t1")
+}
+
+# summarize NAME MODE -> from the runs' logs: R_PASSED R_FAILED R_IGNORED R_REPORTS (run 1's),
+# R_NOTE, and R_VERDICT: ok when tests ran and every failure, in any run, is a known flaky test.
+summarize() {
+    local c=$1 mode=$2 run tlog counts names first="" differs=0 failed_names="" failing_runs=0
+    local cargo_failed=0
     for ((run = 1; run <= RUNS; run++)); do
         tlog=$SCRATCH/logs/$c-$mode-test-$run.log
-        : >"$tlog"
-        t0=$(now)
-        for line in "${lines[@]}"; do
-            read -r -a args <<<"$line"
-            echo "\$ cargo test ${args[*]} --no-fail-fast -- --nocapture" >>"$tlog"
-            if ! (cd "$work" && cargo test "${OFFLINE[@]}" "${args[@]}" --no-fail-fast -- --nocapture) \
-                >>"$tlog" 2>&1; then
-                cargo_failed=1
-            fi
-        done
-        t1=$(now)
-        times+=("$(elapsed "$t0" "$t1")")
-        local counts names
+        [[ ! -f $tlog.cargo-failed ]] || cargo_failed=1
         counts="$(sum_results "$tlog") $(count_reports "$tlog")"
         names=$(failed_tests "$tlog")
         if [[ -n $names ]]; then
@@ -423,8 +431,7 @@ run_suite() {
         fi
     done
     read -r R_PASSED R_FAILED R_IGNORED R_REPORTS <<<"$first"
-    R_TEST=$(echo "${times[*]}" | median)
-    R_TIMES=$(echo "${times[*]}" | tr ' ' '\n' | sort -g | tr '\n' ' ' | sed 's/ $//')
+    R_NOTE="" R_VERDICT=FAIL
     [[ $differs == 0 ]] || R_NOTE="counts differ between runs (passed/failed/ignored/reports are run 1's)"
     if [[ $R_PASSED == 0 && $R_FAILED == 0 ]]; then
         R_NOTE="no test ran: see $SCRATCH/logs/$c-$mode-test-1.log"
@@ -489,72 +496,106 @@ run_probe() { # WORK MODE
 
 fetch_all
 RESULTS=$SCRATCH/results.tsv
-[[ -f $RESULTS ]] || printf 'crate\tversion\tmode\tcompiled\tbuild_s\tpassed\tfailed\tignored\ttest_s_median\ttest_s_each\treports\tcompat_used\tnote\n' >"$RESULTS"
+[[ -f $RESULTS ]] || printf 'crate\tversion\tmode\tcompiled\tbuild_s\tpassed\tfailed\tignored\ttest_s_median\ttest_s_each\tratio\treports\tcompat_used\tnote\n' >"$RESULTS"
 
 STATUS=0
-declare -A ROW
 for c in "${CRATES[@]}"; do
     v=${VERSION[$c]}
     echo
     echo "== $c $v: $(describe_suite "$c")"
+    declare -A WORK=() READY=() USED=() BUILD=() COMPILED=() TIMES=() SETUP_NOTE=() PROBE=()
+
+    # Set up and build each mode.
     for mode in "${MODES[@]}"; do
         work=$(prepare "$c" "$mode")
+        WORK[$mode]=$work
         log=$SCRATCH/logs/$c-$mode-setup.log
         : >"$log"
-        [[ $CLEAN == 1 ]] && rm -rf "$work/target"
-        used=-
-        ok=1
-        pin_dependencies "$c" "$work" "$log" || ok=0
-        if [[ $c == tokio ]]; then
-            follow_patch "$work" tokio '.' "$log" || ok=0
+        [[ $CLEAN == 0 ]] || rm -rf "$work/target"
+        USED[$mode]=- READY[$mode]=1 BUILD[$mode]=- COMPILED[$mode]=no TIMES[$mode]=""
+        pin_dependencies "$c" "$work" "$log" || READY[$mode]=0
+        if [[ $c == tokio && ${READY[$mode]} == 1 ]]; then
+            follow_patch "$work" tokio '.' "$log" || READY[$mode]=0
         fi
-        if [[ $mode == patched && $ok == 1 ]]; then
-            follow_patch "$work" parking_lot '^0\.12\.' "$log" || ok=0
-            if [[ $ok == 1 ]] && check_compat_used "$c" "$work" "$log"; then
-                used=yes
+        if [[ $mode == patched && ${READY[$mode]} == 1 ]]; then
+            USED[$mode]=no
+            if follow_patch "$work" parking_lot '^0\.12\.' "$log" && check_compat_used "$c" "$work" "$log"; then
+                USED[$mode]=yes
             else
-                used=no
-                ok=0
+                READY[$mode]=0
             fi
         fi
-        if [[ $ok == 0 ]]; then
-            R_COMPILED=no R_BUILD=- R_PASSED=0 R_FAILED=0 R_IGNORED=0 R_TEST=- R_TIMES=- R_REPORTS=-
-            R_NOTE="not run: setup failed or compat crate not used ($log)"
+        if [[ ${READY[$mode]} == 0 ]]; then
+            SETUP_NOTE[$mode]="not run: setup failed or compat crate not used ($log)"
             STATUS=1
-        else
-            run_suite "$c" "$work" "$mode"
-            [[ $R_VERDICT == ok ]] || STATUS=1
+            continue
         fi
-        ROW[$c/$mode]="$R_COMPILED|$R_BUILD|$R_PASSED|$R_FAILED|$R_IGNORED|$R_TEST|$R_REPORTS|$used|$R_NOTE"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$v" "$mode" \
-            "$R_COMPILED" "$R_BUILD" "$R_PASSED" "$R_FAILED" "$R_IGNORED" "$R_TEST" "$R_TIMES" \
-            "$R_REPORTS" "$used" "$R_NOTE" >>"$RESULTS"
-        if [[ $c == "$PROBE_CRATE" && $ok == 1 && $R_COMPILED == yes ]]; then
-            run_probe "$work" "$mode"
-            ROW[$c/$mode/probe]="$P_VERDICT: $P_DETAIL"
-            [[ $P_VERDICT == ok ]] || STATUS=1
+        build_suite "$c" "$work" "$mode"
+        COMPILED[$mode]=$B_COMPILED BUILD[$mode]=$B_BUILD
+        if [[ $B_COMPILED == no ]]; then
+            SETUP_NOTE[$mode]="build failed: $SCRATCH/logs/$c-$mode-build.log"
+            STATUS=1
         fi
     done
 
-    # The crate's table.
+    # The test phase: rounds that alternate the modes (baseline first in odd rounds, patched
+    # first in even ones), so that a machine slowing down or speeding up during the runs
+    # weighs on both alike; the ratio is the median of the rounds' patched/baseline ratios.
+    ratios=()
+    for ((run = 1; run <= RUNS; run++)); do
+        order=("${MODES[@]}")
+        if ((run % 2 == 0 && ${#MODES[@]} == 2)); then order=("${MODES[1]}" "${MODES[0]}"); fi
+        declare -A this=()
+        for mode in "${order[@]}"; do
+            [[ ${COMPILED[$mode]} == yes ]] || continue
+            test_once "$c" "${WORK[$mode]}" "$mode" "$run"
+            this[$mode]=$T_SECONDS
+            TIMES[$mode]+="$T_SECONDS "
+        done
+        if [[ -n ${this[baseline]:-} && -n ${this[patched]:-} ]]; then
+            ratios+=("$(awk -v a="${this[patched]}" -v b="${this[baseline]}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
+        fi
+        unset this
+    done
+    paired_ratio=-
+    [[ ${#ratios[@]} == 0 ]] || paired_ratio=$(echo "${ratios[*]}" | median)
+
+    # The crate's table, and results.tsv.
     printf '  %-9s %-8s %8s %7s %7s %8s %12s %7s %8s %s\n' mode compiled build_s passed failed \
         ignored "test_s(med)" ratio reports compat_used
-    base_t=""
-    IFS='|' read -r _ _ _ _ _ base_t _ _ _ <<<"${ROW[$c/baseline]:-||||||||}"
-    if [[ -z $base_t ]]; then # --patched-only: the latest recorded baseline
-        base_t=$(awk -F'\t' -v c="$c" '$1 == c && $3 == "baseline" { t = $9 } END { print t }' "$RESULTS")
-    fi
     for mode in "${MODES[@]}"; do
-        IFS='|' read -r comp build passed failed ignored tt reports used rnote <<<"${ROW[$c/$mode]}"
-        ratio=-
-        if [[ $mode == patched && -n $base_t && $base_t != - && $tt != - ]]; then
-            ratio=$(awk -v a="$tt" -v b="$base_t" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
+        R_PASSED=- R_FAILED=- R_IGNORED=- R_REPORTS=- R_NOTE=${SETUP_NOTE[$mode]:-} tt=- each=-
+        if [[ ${COMPILED[$mode]} == yes ]]; then
+            summarize "$c" "$mode"
+            [[ $R_VERDICT == ok ]] || STATUS=1
+            tt=$(echo "${TIMES[$mode]}" | median)
+            each=$(echo "${TIMES[$mode]}" | tr ' ' '\n' | grep -v '^$' | sort -g | tr '\n' ' ' | sed 's/ $//')
         fi
-        printf '  %-9s %-8s %8s %7s %7s %8s %12s %7s %8s %s\n' "$mode" "$comp" "$build" "$passed" \
-            "$failed" "$ignored" "$tt" "$ratio" "$reports" "$used"
-        [[ -z $rnote ]] || echo "    note: $rnote"
-        [[ -z ${ROW[$c/$mode/probe]:-} ]] || echo "    inverted-order probe ($mode): ${ROW[$c/$mode/probe]}"
+        ratio=-
+        if [[ $mode == patched && $tt != - ]]; then
+            if [[ $paired_ratio != - ]]; then
+                ratio=$(printf '%.2fx' "$paired_ratio")
+            else # --patched-only: against the latest recorded baseline, not paired
+                base_t=$(awk -F'\t' -v c="$c" '$1 == c && $3 == "baseline" && $9 != "-" { t = $9 } END { print t }' "$RESULTS")
+                if [[ -n $base_t ]]; then
+                    ratio=$(awk -v a="$tt" -v b="$base_t" 'BEGIN { if (b > 0) printf "%.2fx*", a / b; else print "-" }')
+                    R_NOTE+="${R_NOTE:+; }* ratio to an earlier baseline run, not paired"
+                fi
+            fi
+        fi
+        printf '  %-9s %-8s %8s %7s %7s %8s %12s %7s %8s %s\n' "$mode" "${COMPILED[$mode]}" \
+            "${BUILD[$mode]}" "$R_PASSED" "$R_FAILED" "$R_IGNORED" "$tt" "$ratio" "$R_REPORTS" "${USED[$mode]}"
+        [[ -z $R_NOTE ]] || echo "    note: $R_NOTE"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$v" "$mode" \
+            "${COMPILED[$mode]}" "${BUILD[$mode]}" "$R_PASSED" "$R_FAILED" "$R_IGNORED" "$tt" "$each" \
+            "$ratio" "$R_REPORTS" "${USED[$mode]}" "$R_NOTE" >>"$RESULTS"
+        if [[ $c == "$PROBE_CRATE" && ${COMPILED[$mode]} == yes ]]; then
+            run_probe "${WORK[$mode]}" "$mode"
+            echo "    inverted-order probe ($mode): $P_VERDICT: $P_DETAIL"
+            [[ $P_VERDICT == ok ]] || STATUS=1
+        fi
     done
+    unset WORK READY USED BUILD COMPILED TIMES SETUP_NOTE PROBE
 done
 echo
 echo "results appended to $RESULTS; logs in $SCRATCH/logs/"
