@@ -1,0 +1,1 @@
+//! Empty library: this crate exists for its tests (see README.md).
