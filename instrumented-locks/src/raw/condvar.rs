@@ -142,8 +142,9 @@ impl Condvar {
         // SAFETY: our own key and the key of a mutex our waiters use (the mutex module's
         // token protocol is what requeued waiters expect); validate and callback neither panic
         // nor call into parking_lot_core.
-        let result =
-            unsafe { parking_lot_core::unpark_requeue(self.key(), seen as usize, validate, callback) };
+        let result = unsafe {
+            parking_lot_core::unpark_requeue(self.key(), seen as usize, validate, callback)
+        };
         result.unparked_threads + result.requeued_threads != 0
     }
 
@@ -225,7 +226,11 @@ impl Condvar {
     ///
     /// The calling thread must hold `mutex` (locked through [`RawMutex`]'s
     /// `lock_api::RawMutex` implementation). It holds it again when this returns.
-    pub unsafe fn wait_raw(&self, mutex: &RawMutex, deadline: Option<Instant>) -> WaitTimeoutResult {
+    pub unsafe fn wait_raw(
+        &self,
+        mutex: &RawMutex,
+        deadline: Option<Instant>,
+    ) -> WaitTimeoutResult {
         let ours = ptr::from_ref(mutex).cast_mut();
         let requeued = Cell::new(false);
         let validate = || {

@@ -121,3 +121,35 @@ use parking_lot_core::{SpinWait, UnparkToken};
 fn deadline_after(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
 }
+
+#[cfg(test)]
+mod test_support {
+    use parking_lot_core::{FilterOp, DEFAULT_UNPARK_TOKEN};
+
+    /// Yields until `n` threads are parked on `key` (counted without waking anyone).
+    pub(super) fn wait_parked(key: usize, n: usize) {
+        let start = std::time::Instant::now();
+        loop {
+            let mut parked = 0;
+            // SAFETY: the filter skips every thread: nothing is woken, no state changes.
+            unsafe {
+                parking_lot_core::unpark_filter(
+                    key,
+                    |_| {
+                        parked += 1;
+                        FilterOp::Skip
+                    },
+                    |_| DEFAULT_UNPARK_TOKEN,
+                );
+            }
+            if parked == n {
+                return;
+            }
+            assert!(
+                start.elapsed().as_secs() < 20,
+                "hang guard: {n} never parked"
+            );
+            std::thread::yield_now();
+        }
+    }
+}

@@ -344,3 +344,50 @@ impl RawMutex {
         self.state.fetch_and(!PARKED, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::thread;
+    use std::time::Duration;
+
+    use lock_api::{RawMutex as _, RawMutexFair as _, RawMutexTimed as _};
+
+    use super::{RawMutex, LOCKED, PARKED};
+    use crate::raw::test_support::wait_parked;
+
+    fn state(m: &RawMutex) -> u8 {
+        m.state.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_sole_waiter_that_times_out_clears_parked() {
+        let m = RawMutex::INIT;
+        m.lock();
+        thread::scope(|s| {
+            s.spawn(|| assert!(!m.try_lock_for(Duration::from_millis(5))));
+        });
+        assert_eq!(state(&m), LOCKED);
+        // SAFETY: locked above.
+        unsafe { m.unlock() };
+        assert_eq!(state(&m), 0);
+    }
+
+    #[test]
+    fn handoff_to_the_last_waiter_leaves_locked_only() {
+        let m = RawMutex::INIT;
+        m.lock();
+        thread::scope(|s| {
+            s.spawn(|| {
+                m.lock();
+                assert_eq!(state(&m), LOCKED, "handed over, queue empty");
+                // SAFETY: just locked (handed over).
+                unsafe { m.unlock() };
+            });
+            wait_parked(m.key(), 1);
+            assert_eq!(state(&m), LOCKED | PARKED);
+            // SAFETY: locked above.
+            unsafe { m.unlock_fair() };
+        });
+        assert_eq!(state(&m), 0);
+    }
+}

@@ -451,7 +451,8 @@ unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwLock {
 unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwLock {
     #[inline]
     fn try_lock_upgradable_for(&self, timeout: Duration) -> bool {
-        self.try_upgradable_fast() || acquire(&self.state, Want::Upgradable, deadline_after(timeout))
+        self.try_upgradable_fast()
+            || acquire(&self.state, Want::Upgradable, deadline_after(timeout))
     }
 
     #[inline]
@@ -467,5 +468,105 @@ unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwLock {
     #[inline]
     unsafe fn try_upgrade_until(&self, timeout: Instant) -> bool {
         self.upgrade_until(Some(timeout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::thread;
+    use std::time::Duration;
+
+    use lock_api::{
+        RawRwLock as _, RawRwLockTimed as _, RawRwLockUpgrade as _, RawRwLockUpgradeTimed as _,
+    };
+
+    use super::super::rwlock_state::{
+        Want, PARKED, READER, READERS, UPGRADABLE, WRITER, WRITER_PARKED,
+    };
+    use super::RawRwLock;
+    use crate::raw::test_support::wait_parked;
+
+    fn state(l: &RawRwLock) -> usize {
+        l.state.load(Ordering::Relaxed)
+    }
+
+    fn key(l: &RawRwLock) -> usize {
+        l as *const RawRwLock as usize
+    }
+
+    #[test]
+    fn who_is_blocked_by_what() {
+        let two_readers = 2 * READER;
+        let upgradable = READER | UPGRADABLE;
+        let draining = WRITER | READER | WRITER_PARKED;
+        let cases = [
+            // (word, shared, recursive, upgradable, exclusive)
+            (0, false, false, false, false),
+            (PARKED, false, false, false, false),
+            (two_readers, false, false, false, false),
+            (upgradable, false, false, true, true),
+            (WRITER, true, true, true, true),
+            (draining, true, false, true, true),
+        ];
+        for (word, shared, recursive, upg, excl) in cases {
+            assert_eq!(Want::Shared.blocked_by(word), shared, "{word:#b}");
+            assert_eq!(
+                Want::SharedRecursive.blocked_by(word),
+                recursive,
+                "{word:#b}"
+            );
+            assert_eq!(Want::Upgradable.blocked_by(word), upg, "{word:#b}");
+            assert_eq!(Want::Exclusive.blocked_by(word), excl, "{word:#b}");
+        }
+        assert_eq!(READERS & (PARKED | WRITER_PARKED | UPGRADABLE | WRITER), 0);
+    }
+
+    #[test]
+    fn a_timed_out_writer_gives_the_claim_back() {
+        let l = RawRwLock::INIT;
+        l.lock_shared();
+        thread::scope(|s| {
+            s.spawn(|| assert!(!l.try_lock_exclusive_for(Duration::from_millis(5))));
+        });
+        assert_eq!(state(&l), READER);
+        // SAFETY: locked above.
+        unsafe { l.unlock_shared() };
+        assert_eq!(state(&l), 0);
+    }
+
+    #[test]
+    fn a_timed_out_upgrade_restores_the_upgradable_read() {
+        let l = RawRwLock::INIT;
+        l.lock_upgradable();
+        l.lock_shared();
+        // SAFETY: the upgradable lock is held (by this thread).
+        assert!(!unsafe { l.try_upgrade_for(Duration::from_millis(5)) });
+        assert_eq!(state(&l), (2 * READER) | UPGRADABLE);
+        // SAFETY: both locks taken above.
+        unsafe {
+            l.unlock_shared();
+            l.unlock_upgradable();
+        }
+        assert_eq!(state(&l), 0);
+    }
+
+    #[test]
+    fn the_last_reader_wakes_the_draining_writer() {
+        let l = RawRwLock::INIT;
+        l.lock_shared();
+        thread::scope(|s| {
+            s.spawn(|| {
+                l.lock_exclusive();
+                assert_eq!(state(&l), WRITER);
+                // SAFETY: just locked.
+                unsafe { l.unlock_exclusive() };
+            });
+            wait_parked(key(&l) + 1, 1);
+            assert_eq!(state(&l), WRITER | WRITER_PARKED | READER);
+            // SAFETY: locked above.
+            unsafe { l.unlock_shared() };
+        });
+        assert_eq!(state(&l), 0);
     }
 }
