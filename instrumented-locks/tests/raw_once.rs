@@ -50,6 +50,9 @@ fn waiters_park_until_the_run_completes() {
                 gate.wait();
             })
         });
+        raw_common::wait_until("the runner started", || {
+            once.state() == OnceState::InProgress
+        });
         for _ in 0..3 {
             s.spawn(|| {
                 once.call_once(|| unreachable!("the first closure completes"));

@@ -74,8 +74,16 @@ impl WaitTimeoutResult {
 ///
 /// Waits may wake spuriously (use the `wait_while*` forms or re-check the condition);
 /// a notification is never lost for a thread that was already waiting when it was sent.
-/// One condvar may be used with several mutexes, even at the same time (see the module
-/// docs of this crate's `raw::condvar` source: notifications then wake without requeueing).
+///
+/// A notified waiter whose mutex is held is not woken but moved onto the mutex's wait queue
+/// (`parking_lot_core::unpark_requeue`), to be woken by the mutex's unlock, as parking_lot
+/// does; `notify_all` so wakes at most one thread and lets the others take the mutex in turn.
+///
+/// # Several mutexes
+///
+/// One condvar may be used with several mutexes, even at the same time; this is defined (no
+/// panic, unlike parking_lot 0.12): while waiters with different mutexes are queued,
+/// notifications wake them without requeueing and each re-locks its own mutex.
 ///
 /// One pointer of state, `const fn new`, `Send + Sync`.
 pub struct Condvar {

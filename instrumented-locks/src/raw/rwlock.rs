@@ -32,10 +32,22 @@ const HELD: usize = WRITER | UPGRADABLE | READERS;
 /// - **Timed** variants take a `Duration` or an `Instant`; a deadline that cannot be
 ///   represented means no deadline.
 ///
-/// One `usize` of state; uncontended read and write locks are one CAS each, unlocks one
-/// atomic each. The word, the two parking keys and the tokens are described in the
-/// `rwlock_state` module of this crate's source (and summarised in [the module
-/// docs](super)).
+/// # State and parking
+///
+/// One `usize`: bit 0 `PARKED` (threads queued on the lock's address), bit 1
+/// `WRITER_PARKED` (the writer sleeps on address + 1 until the readers leave), bit 2
+/// `UPGRADABLE`, bit 3 `WRITER` (held by a writer, or claimed by one that waits for the
+/// readers inside), bits 4.. the reader count (the upgradable holder included).
+///
+/// - A writer first claims `WRITER` (from then on plain readers queue behind it), then waits
+///   for the count to reach zero; the last reader out sees `WRITER_PARKED` in the value its
+///   `fetch_sub` returns and wakes it. An upgrade trades its reader and `UPGRADABLE` for
+///   `WRITER` in one `fetch_add` and waits the same way.
+/// - Queued threads carry as `ParkToken` the bits they would add to the word (`READER`,
+///   `READER | UPGRADABLE`, `WRITER`); an unlocker scans the queue with `unpark_filter`, and
+///   a fair one adds the woken threads' tokens to the word for them.
+///
+/// Uncontended read and write locks are one CAS each, unlocks one atomic each.
 ///
 /// # Panics
 ///
