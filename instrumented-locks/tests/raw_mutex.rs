@@ -322,3 +322,27 @@ fn send_sync() {
     send_sync::<RawThreadId>();
     send_sync::<lock_api::Mutex<RawMutex, u8>>();
 }
+
+#[test]
+fn arc_guards_work_over_the_raw_locks() {
+    use std::sync::Arc;
+    let m = Arc::new(lock_api::Mutex::<RawMutex, u32>::new(1));
+    let g = m.lock_arc();
+    let m2 = Arc::clone(&m);
+    thread::spawn(move || assert!(m2.try_lock_arc().is_none()))
+        .join()
+        .unwrap();
+    drop(g);
+    *m.lock_arc() += 1;
+    assert_eq!(*m.lock(), 2);
+
+    let rw = Arc::new(lock_api::RwLock::<instrumented_locks::raw::RawRwLock, u32>::new(3));
+    let r = rw.read_arc();
+    let u = rw.upgradable_read_arc();
+    assert!(rw.try_write_arc().is_none());
+    drop(r);
+    let mut w = lock_api::ArcRwLockUpgradableReadGuard::upgrade(u);
+    *w += 1;
+    drop(w);
+    assert_eq!(*rw.read_arc(), 4);
+}
