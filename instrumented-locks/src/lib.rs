@@ -81,6 +81,7 @@ mod condvar;
 mod dep;
 mod guard_impls;
 mod mutex;
+pub mod raw;
 mod remutex;
 mod rwlock;
 mod rwlock_guards;

@@ -1,0 +1,254 @@
+//! [`Once`]: one-time initialisation in one byte, with poisoning.
+//!
+//! # State byte
+//!
+//! | bit | name       | meaning                                                   |
+//! | --- | ---------- | --------------------------------------------------------- |
+//! | 0   | `DONE`     | a closure completed; final                                 |
+//! | 1   | `POISONED` | the last closure panicked                                  |
+//! | 2   | `RUNNING`  | a thread is running a closure                              |
+//! | 3   | `PARKED`   | threads may be parked on the `Once`'s address              |
+//!
+//! A caller that finds neither `DONE` nor `RUNNING` claims `RUNNING` by CAS (clearing
+//! `POISONED`: a forced run starts afresh) and runs its closure. On return it swaps in `DONE`
+//! (Release, read by everybody's Acquire load); on unwind a drop guard swaps in `POISONED`.
+//! Either swap returns the old byte, and if `PARKED` was set the runner wakes all parked
+//! threads (`unpark_all`), which re-read the byte. A caller that finds `RUNNING` spins, sets
+//! `PARKED` and parks, validating `RUNNING | PARKED`.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use parking_lot_core::{SpinWait, DEFAULT_PARK_TOKEN, DEFAULT_UNPARK_TOKEN};
+
+const DONE: u8 = 0b0001;
+const POISONED: u8 = 0b0010;
+const RUNNING: u8 = 0b0100;
+const PARKED: u8 = 0b1000;
+
+/// The state of a [`Once`] (parking_lot 0.12's `OnceState`).
+#[derive(Copy, Clone, Eq, PartialEq, Debug)]
+pub enum OnceState {
+    /// No closure has run yet.
+    New,
+    /// A closure ran and panicked; [`Once::call_once`] will panic, and
+    /// [`Once::call_once_force`] will run its closure.
+    Poisoned,
+    /// A thread is running a closure now.
+    InProgress,
+    /// A closure completed; no other closure will run.
+    Done,
+}
+
+impl OnceState {
+    /// Whether a closure panicked (and no later one completed).
+    #[inline]
+    pub fn poisoned(self) -> bool {
+        self == OnceState::Poisoned
+    }
+
+    /// Whether a closure completed.
+    #[inline]
+    pub fn done(self) -> bool {
+        self == OnceState::Done
+    }
+}
+
+/// Runs a closure once, however many threads ask (parking_lot 0.12's `Once`): one byte,
+/// `const fn new`, `Send + Sync`.
+///
+/// Callers that arrive while the closure runs wait for it (spinning briefly, then parked on
+/// the `Once`'s address). A panicking closure poisons the `Once`: later
+/// [`call_once`](Once::call_once)s panic, while [`call_once_force`](Once::call_once_force)
+/// runs its closure with [`OnceState::Poisoned`] and, if that one completes, the `Once` is
+/// done.
+///
+/// Everything the completed closure did happens-before every return from `call_once*` that
+/// saw it done.
+pub struct Once {
+    state: AtomicU8,
+}
+
+impl Once {
+    /// A `Once` that has not run anything.
+    #[inline]
+    pub const fn new() -> Once {
+        Once {
+            state: AtomicU8::new(0),
+        }
+    }
+
+    /// The current state (a snapshot).
+    #[inline]
+    pub fn state(&self) -> OnceState {
+        // Acquire: a caller that sees `Done` may read what the closure initialised.
+        let state = self.state.load(Ordering::Acquire);
+        if state & DONE != 0 {
+            OnceState::Done
+        } else if state & RUNNING != 0 {
+            OnceState::InProgress
+        } else if state & POISONED != 0 {
+            OnceState::Poisoned
+        } else {
+            OnceState::New
+        }
+    }
+
+    /// Runs `f` if no closure has completed yet, else returns at once; waits while another
+    /// thread runs its closure.
+    ///
+    /// # Panics
+    ///
+    /// Panics if the `Once` is poisoned (an earlier closure panicked), and propagates `f`'s
+    /// panic (which poisons it).
+    #[inline]
+    pub fn call_once<F: FnOnce()>(&self, f: F) {
+        // Acquire: pairs with the runner's Release swap to `DONE`.
+        if self.state.load(Ordering::Acquire) == DONE {
+            return;
+        }
+        let mut f = Some(f);
+        self.call_once_slow(false, &mut |_| {
+            if let Some(f) = f.take() {
+                f();
+            }
+        });
+    }
+
+    /// Like [`call_once`](Self::call_once), but also runs on a poisoned `Once`; `f` is told
+    /// whether it is ([`OnceState::Poisoned`]) or not ([`OnceState::New`]).
+    ///
+    /// # Panics
+    ///
+    /// Propagates `f`'s panic (which poisons the `Once`).
+    #[inline]
+    pub fn call_once_force<F: FnOnce(OnceState)>(&self, f: F) {
+        // Acquire: as in `call_once`.
+        if self.state.load(Ordering::Acquire) == DONE {
+            return;
+        }
+        let mut f = Some(f);
+        self.call_once_slow(true, &mut |state| {
+            if let Some(f) = f.take() {
+                f(state);
+            }
+        });
+    }
+
+    #[inline]
+    fn key(&self) -> usize {
+        self as *const Once as usize
+    }
+
+    /// Not done at the first look: claim the run or wait for the running thread.
+    #[cold]
+    fn call_once_slow(&self, ignore_poison: bool, f: &mut dyn FnMut(OnceState)) {
+        let mut spin = SpinWait::new();
+        // Acquire: a `DONE` seen here must come with the closure's effects.
+        let mut state = self.state.load(Ordering::Acquire);
+        let was_poisoned = loop {
+            if state & DONE != 0 {
+                return;
+            }
+            if state & POISONED != 0 && !ignore_poison {
+                panic!("Once instance has previously been poisoned");
+            }
+            if state & RUNNING == 0 {
+                // Acquire: a poisoned run's partial effects are visible to the retry. Acquire
+                // on failure: the new value may be `DONE`, returned on.
+                match self.state.compare_exchange_weak(
+                    state,
+                    (state & !POISONED) | RUNNING,
+                    Ordering::Acquire,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => break state & POISONED != 0,
+                    Err(now) => state = now,
+                }
+                continue;
+            }
+            if state & PARKED == 0 && spin.spin() {
+                // Acquire: as above.
+                state = self.state.load(Ordering::Acquire);
+                continue;
+            }
+            if state & PARKED == 0 {
+                // Relaxed on success: `PARKED` only asks the runner to wake us; the park
+                // re-checks it. Acquire on failure: the value may be `DONE`.
+                if let Err(now) = self.state.compare_exchange_weak(
+                    state,
+                    state | PARKED,
+                    Ordering::Relaxed,
+                    Ordering::Acquire,
+                ) {
+                    state = now;
+                    continue;
+                }
+            }
+            // SAFETY: our own key; the callbacks neither panic nor call into parking_lot_core.
+            unsafe {
+                parking_lot_core::park(
+                    self.key(),
+                    // Relaxed: the bucket lock orders this against the runner's wake-up.
+                    || self.state.load(Ordering::Relaxed) == RUNNING | PARKED,
+                    || {},
+                    |_, _| {},
+                    DEFAULT_PARK_TOKEN,
+                    None,
+                );
+            }
+            spin.reset();
+            // Acquire: as above.
+            state = self.state.load(Ordering::Acquire);
+        };
+
+        // We own `RUNNING`. If `f` unwinds, the guard poisons and wakes the waiters.
+        let mut finish = Finish {
+            once: self,
+            state: POISONED,
+        };
+        f(if was_poisoned {
+            OnceState::Poisoned
+        } else {
+            OnceState::New
+        });
+        finish.state = DONE;
+        // `finish` drops here and publishes `DONE`.
+    }
+}
+
+/// Ends a run: stores `state` (`DONE`, or `POISONED` if dropped during an unwind) and wakes
+/// the parked threads.
+struct Finish<'a> {
+    once: &'a Once,
+    state: u8,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire loads of every later caller, which then see the
+        // closure's effects.
+        let prev = self.once.state.swap(self.state, Ordering::Release);
+        if prev & PARKED != 0 {
+            // SAFETY: our own key.
+            unsafe {
+                parking_lot_core::unpark_all(self.once.key(), DEFAULT_UNPARK_TOKEN);
+            }
+        }
+    }
+}
+
+impl Default for Once {
+    #[inline]
+    fn default() -> Once {
+        Once::new()
+    }
+}
+
+impl fmt::Debug for Once {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Once")
+            .field("state", &self.state())
+            .finish()
+    }
+}
