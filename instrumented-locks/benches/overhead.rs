@@ -20,7 +20,7 @@ const MODE: &str = if cfg!(feature = "validate") {
 
 fn mutex(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("mutex_lock_unlock/{MODE}"));
-    let pl = parking_lot::Mutex::new(0u64);
+    let pl = real_parking_lot::Mutex::new(0u64);
     g.bench_function("parking_lot", |b| b.iter(|| *black_box(&pl).lock() += 1));
     let il = instrumented_locks::Mutex::new(0u64);
     g.bench_function("instrumented", |b| b.iter(|| *black_box(&il).lock() += 1));
@@ -36,7 +36,10 @@ fn mutex(c: &mut Criterion) {
 
 fn nested(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("nested_pair/{MODE}"));
-    let (pa, pb) = (parking_lot::Mutex::new(0u64), parking_lot::Mutex::new(0u64));
+    let (pa, pb) = (
+        real_parking_lot::Mutex::new(0u64),
+        real_parking_lot::Mutex::new(0u64),
+    );
     g.bench_function("parking_lot", |b| {
         b.iter(|| {
             let mut x = black_box(&pa).lock();
@@ -62,7 +65,7 @@ fn nested(c: &mut Criterion) {
 
 fn rwlock(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("rwlock_read/{MODE}"));
-    let pl = parking_lot::RwLock::new(1u64);
+    let pl = real_parking_lot::RwLock::new(1u64);
     g.bench_function("parking_lot", |b| b.iter(|| *black_box(&pl).read()));
     let il = instrumented_locks::RwLock::new(1u64);
     g.bench_function("instrumented", |b| b.iter(|| *black_box(&il).read()));

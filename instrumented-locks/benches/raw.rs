@@ -206,7 +206,7 @@ fn interleaved(pairs: &mut [Pair<'_>], rounds: usize, bench_mode: bool) {
 fn main() {
     let bench_mode = std::env::args().any(|a| a == "--bench");
     let ours = Locks::<raw::RawMutex, raw::RawRwLock>::new();
-    let theirs = Locks::<parking_lot::RawMutex, parking_lot::RawRwLock>::new();
+    let theirs = Locks::<real_parking_lot::RawMutex, real_parking_lot::RawRwLock>::new();
     let mut pairs: Vec<Pair<'_>> = PAIR_NAMES
         .iter()
         .zip(ours.rows().into_iter().zip(theirs.rows()))

@@ -1,15 +1,15 @@
-//! [`Condvar`]: `parking_lot::Condvar` for this crate's [`MutexGuard`].
+//! [`Condvar`]: the raw condition variable, for this crate's [`MutexGuard`], with the waits
+//! fed to lockdep.
 
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
-use lockdep::Mode;
-pub use parking_lot::WaitTimeoutResult;
+use crate::raw;
+pub use crate::raw::WaitTimeoutResult;
+use crate::MutexGuard;
 
-use crate::mutex::MutexGuard;
-
-/// A condition variable with the API of [`parking_lot::Condvar`], waiting on this crate's
-/// [`MutexGuard`].
+/// A condition variable with the API of parking_lot 0.12's `Condvar`, waiting on this
+/// crate's [`MutexGuard`].
 ///
 /// A wait releases the mutex and re-locks it before returning. Lockdep sees exactly that: a
 /// release, then a blocking re-acquire, validated with the locks the thread holds at that
@@ -17,79 +17,116 @@ use crate::mutex::MutexGuard;
 /// the cycle `M -> B -> M` (the re-lock of `M` under `B` inverts the order), while a plain
 /// wait is silent.
 ///
-/// The re-acquire is validated when the wait *starts*: parking_lot re-locks inside `wait`,
-/// with no hook between wake-up and re-lock, and the report must come before the re-lock
-/// can block. The held locks cannot change while the thread sleeps, so the verdict is the
-/// same. With lockdep's `Policy::Panic`, the panic happens before the thread waits; the
-/// guard then still owns the mutex and unlocks it as the panic unwinds.
+/// The re-acquire is validated when each wait *starts*: the raw wait re-locks inside, with no
+/// hook between wake-up and re-lock, and the report must come before the re-lock can block.
+/// The held locks cannot change while the thread sleeps, so the verdict is the same. With
+/// lockdep's `Policy::Panic`, the panic happens before the thread waits; the guard then
+/// still owns the mutex and unlocks it as the panic unwinds.
 ///
-/// The condvar itself is not a lock class. `const fn new`, `Send + Sync`.
+/// One condvar may be used with several mutexes (see [`raw::Condvar`]; parking_lot panics
+/// instead). The condvar itself is not a lock class. `const fn new`, `Send + Sync`, one
+/// pointer.
 #[derive(Debug, Default)]
 pub struct Condvar {
-    inner: parking_lot::Condvar,
+    inner: raw::Condvar,
 }
 
 impl Condvar {
-    /// A new condition variable (`const`).
+    /// A new condition variable with no waiters.
+    #[inline]
     pub const fn new() -> Condvar {
         Condvar {
-            inner: parking_lot::Condvar::new(),
+            inner: raw::Condvar::new(),
         }
     }
 
-    /// Wakes one waiter; returns whether one was woken.
+    /// Wakes one waiting thread; returns whether there was one.
     #[inline]
     pub fn notify_one(&self) -> bool {
         self.inner.notify_one()
     }
 
-    /// Wakes every waiter; returns how many were woken.
+    /// Wakes every waiting thread; returns how many there were.
     #[inline]
     pub fn notify_all(&self) -> usize {
         self.inner.notify_all()
     }
 
-    /// Releases the mutex, waits for a notification (or a spurious wake-up), re-locks.
-    #[track_caller]
-    pub fn wait<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>) {
-        guard.track.reacquire(Mode::Exclusive, Location::caller());
-        self.inner.wait(&mut guard.inner);
+    /// One wait: the release and validated re-acquire, then the raw wait.
+    #[inline]
+    fn wait_once<T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        deadline: Option<Instant>,
+        site: &'static Location<'static>,
+    ) -> WaitTimeoutResult {
+        let (mutex, dep, track) = MutexGuard::wait_parts(guard);
+        track.relock(dep, site);
+        // SAFETY: the guard holds `mutex`, and `wait_raw` holds it again when it returns.
+        unsafe { self.inner.wait_raw(mutex, deadline) }
     }
 
-    /// Like [`wait`](Self::wait), giving up at `deadline`.
+    fn wait_while_deadline<T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        mut condition: impl FnMut(&mut T) -> bool,
+        deadline: Option<Instant>,
+        site: &'static Location<'static>,
+    ) -> WaitTimeoutResult {
+        while condition(&mut **guard) {
+            let result = self.wait_once(guard, deadline, site);
+            if result.timed_out() {
+                return result;
+            }
+        }
+        raw::WaitTimeoutResult::not_timed_out()
+    }
+
+    /// Releases the mutex, waits for a notification (or a spurious wake-up), re-locks.
+    #[inline]
+    #[track_caller]
+    pub fn wait<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>) {
+        self.wait_once(guard, None, Location::caller());
+    }
+
+    /// Like [`wait`](Self::wait), giving up at `timeout` (an instant).
+    #[inline]
     #[track_caller]
     pub fn wait_until<T: ?Sized>(
         &self,
         guard: &mut MutexGuard<'_, T>,
-        deadline: Instant,
+        timeout: Instant,
     ) -> WaitTimeoutResult {
-        guard.track.reacquire(Mode::Exclusive, Location::caller());
-        self.inner.wait_until(&mut guard.inner, deadline)
+        self.wait_once(guard, Some(timeout), Location::caller())
     }
 
-    /// Like [`wait`](Self::wait), giving up after `timeout`.
+    /// Like [`wait`](Self::wait), giving up after `timeout` (no deadline if `now + timeout`
+    /// cannot be represented).
+    #[inline]
     #[track_caller]
     pub fn wait_for<T: ?Sized>(
         &self,
         guard: &mut MutexGuard<'_, T>,
         timeout: Duration,
     ) -> WaitTimeoutResult {
-        guard.track.reacquire(Mode::Exclusive, Location::caller());
-        self.inner.wait_for(&mut guard.inner, timeout)
+        let deadline = Instant::now().checked_add(timeout);
+        self.wait_once(guard, deadline, Location::caller())
     }
 
-    /// Waits while `condition` returns true (checked with the mutex held, before the first
-    /// wait too).
+    /// Waits while `condition` returns true (checked with the mutex held, first before any
+    /// wait); each wait is validated as above.
+    #[inline]
     #[track_caller]
     pub fn wait_while<T: ?Sized, F>(&self, guard: &mut MutexGuard<'_, T>, condition: F)
     where
         F: FnMut(&mut T) -> bool,
     {
-        guard.track.reacquire(Mode::Exclusive, Location::caller());
-        self.inner.wait_while(&mut guard.inner, condition);
+        self.wait_while_deadline(guard, condition, None, Location::caller());
     }
 
-    /// [`wait_while`](Self::wait_while) giving up after `timeout`.
+    /// [`wait_while`](Self::wait_while) giving up after `timeout`: timed out as soon as one
+    /// wait times out (the condition is not checked again then), as parking_lot does.
+    #[inline]
     #[track_caller]
     pub fn wait_while_for<T: ?Sized, F>(
         &self,
@@ -100,24 +137,22 @@ impl Condvar {
     where
         F: FnMut(&mut T) -> bool,
     {
-        guard.track.reacquire(Mode::Exclusive, Location::caller());
-        self.inner
-            .wait_while_for(&mut guard.inner, condition, timeout)
+        let deadline = Instant::now().checked_add(timeout);
+        self.wait_while_deadline(guard, condition, deadline, Location::caller())
     }
 
-    /// [`wait_while`](Self::wait_while) giving up at `deadline`.
+    /// [`wait_while`](Self::wait_while) giving up at `timeout` (an instant).
+    #[inline]
     #[track_caller]
     pub fn wait_while_until<T: ?Sized, F>(
         &self,
         guard: &mut MutexGuard<'_, T>,
         condition: F,
-        deadline: Instant,
+        timeout: Instant,
     ) -> WaitTimeoutResult
     where
         F: FnMut(&mut T) -> bool,
     {
-        guard.track.reacquire(Mode::Exclusive, Location::caller());
-        self.inner
-            .wait_while_until(&mut guard.inner, condition, deadline)
+        self.wait_while_deadline(guard, condition, Some(timeout), Location::caller())
     }
 }

@@ -1,10 +1,19 @@
-//! Drop-in replacements for parking_lot's `Mutex`, `RwLock`, `ReentrantMutex` and `Condvar`
-//! (and a `std::sync`-flavoured set) that report lock-order problems through [`lockdep`], the
+//! Drop-in replacements for parking_lot 0.12 (`Mutex`, `FairMutex`, `RwLock`,
+//! `ReentrantMutex`, `Condvar`, `Once`, the raw locks and the `lock_api` surface), plus a
+//! `std::sync`-flavoured set, that report lock-order problems through [`lockdep`], the
 //! userspace port of the Linux kernel's lock validator.
 //!
 //! # Quick start
 //!
-//! 1. Depend on the crate and change the import; nothing else changes:
+//! 1. **Patch parking_lot** (every parking_lot lock of the program, its dependencies' too):
+//!    one line in the workspace's `Cargo.toml`, nothing else changes:
+//!
+//!    ```toml
+//!    [patch.crates-io]
+//!    parking_lot = { path = "<this repository>/instrumented-locks/compat/parking_lot" }
+//!    ```
+//!
+//!    Or **change the import** in your own code only:
 //!
 //!    ```text
 //!    - use parking_lot::{Mutex, RwLock, Condvar};
@@ -34,67 +43,193 @@
 //!
 //!    The report names both locks, the sites of every dependency in the cycle and the
 //!    scenario that deadlocks (see the crate's README and `examples/`).
-//! 3. Make reports fail your tests: `lockdep::set_policy(lockdep::Policy::Panic)` at the start
-//!    of a test, or collect them with `Policy::Callback`.
-//! 4. In release builds, turn validation off (`default-features = false`): the types become
-//!    plain parking_lot, same size and speed. Or keep it compiled in and switch it off at run
-//!    time with [`set_enabled`] or the `INSTRUMENTED_LOCKS_VALIDATE=0` environment variable.
-//!
-//! # What is checked
-//!
-//! - **Lock classes.** Locks constructed at one source line are one class (lockdep's graph is
-//!   over classes, so AB/BA between *any* two instances is found). Choose the class with
-//!   `with_class(val, &KEY, name)` (a static [`lockdep::LockClassKey`]) or
-//!   `with_dynamic_key`; name it with `named`.
-//! - **Before blocking.** Every blocking acquisition (lock, write, read, timed locks, condvar
-//!   re-lock, upgrade, `unlocked` re-lock) is validated *before* it can block, so relocking a
-//!   held mutex is reported instead of hanging silently.
-//! - **Modes.** `write`/`lock` are exclusive, `read` is a non-recursive reader,
-//!   `read_recursive` a recursive reader, `upgradable_read` a non-recursive reader (see
-//!   [`RwLock`] for why), so recursive readers give no false positives.
-//! - **try_lock** follows lockdep: a successful try-lock is held but nothing depends on it.
-//! - **Same-class nesting** needs an annotation: `lock_nested(subclass)` or
-//!   `lock_nest_lock(&outer_guard)`, as in the kernel.
-//! - **Condvar waits** release the mutex and validate the re-lock with the locks held then.
-//! - **Threads.** Guards are `!Send` (a guard cannot be unlocked on another thread; the type
-//!   system forbids it). [`thread::spawn`] models joins so that joining, under lock `A`, a
-//!   thread that takes `A` is reported.
-//! - **Misuse.** A lock freed while held, a thread exiting with locks held, an unregistered
-//!   dynamic key, and failed `assert_held()` / `assert_not_held()` are reported.
+//! 3. Make reports fail your tests: [`set_policy`]`(`[`Policy::Panic`]`)` at the start of a
+//!    test, or collect them with `Policy::Callback`. Everything needed to configure the
+//!    validator is re-exported here (see [Configuring the validator](#configuring-the-validator)).
+//! 4. In release builds, turn validation off (next section) or switch it off at run time.
 //!
 //! # Features
 //!
-//! - `validate` (default): feed lockdep. Without it every type is a zero-cost shell around
-//!   parking_lot (same `size_of`; `new` becomes `const`). With it, `new` is not `const`
-//!   (lockdep's `LockMap` has no `const` constructor yet), so use `std::sync::LazyLock` for
-//!   statics.
+//! | feature | default | what it does |
+//! |---|---|---|
+//! | `validate` | yes | feed lockdep. Without it every type is the plain lock_api type over [`raw`]'s locks: same size, same code (a test asserts the sizes) |
+//! | `arc_lock` | no | the `Arc` guards (`lock_arc`, `read_arc`, ..., [`ArcMutexGuard`] ...), parking_lot's `arc_lock` |
+//! | `send_guard` | no | guards become `Send` (parking_lot's `send_guard`); see [Threads](#threads) |
+//! | `serde` | no | `Serialize`/`Deserialize` for the locks |
+//! | `owning_ref` | no | `owning_ref::StableAddress` for the guards |
+//! | `deadlock_detection` | no | parking_lot_core's detector of deadlocks that happened ([`deadlock`]) |
+//!
+//! **Switching validation off for release builds.** Cargo unifies features across a build,
+//! and a dependency table under `[target.'cfg(not(debug_assertions))'.dependencies]` is not
+//! a profile switch (that `cfg` is not evaluated per profile): it leaves `validate` on,
+//! silently. What works is a feature of your own that forwards to ours:
+//!
+//! ```toml
+//! [dependencies]
+//! instrumented-locks = { path = "…", default-features = false }
+//!
+//! [features]
+//! default = ["lock-validation"]
+//! lock-validation = ["instrumented-locks/validate"]
+//! ```
+//!
+//! and `cargo build --release --no-default-features` (the compat crate has the same
+//! `validate` feature). Or keep validation compiled in and switch it off at run time with
+//! [`set_enabled`]`(false)` or `INSTRUMENTED_LOCKS_VALIDATE=0` ([`ENV_VAR`]): then a lock
+//! operation costs one relaxed load over the raw lock.
+//!
+//! # What is checked
+//!
+//! - **Lock classes.** Locks constructed at one source line for one protected type are one
+//!   class (lockdep's graph is over classes, so AB/BA between *any* two instances is found);
+//!   reports name an unnamed lock by kind, type and site. Choose the class with
+//!   `with_class(val, &KEY, name)` (a static [`LockClassKey`]) or `with_dynamic_key`; name
+//!   it with `named`.
+//! - **Before blocking.** Every blocking acquisition (lock, write, read, timed locks, condvar
+//!   re-lock, upgrade, `unlocked` re-lock, `bump`) is validated *before* it can block, so
+//!   relocking a held mutex is reported instead of hanging silently.
+//! - **Modes.** `write`/`lock` are exclusive, `read` is a non-recursive reader,
+//!   `read_recursive` a recursive reader, `upgradable_read` a non-recursive reader (see
+//!   [`generic::RwLock`] for why), so recursive readers give no false positives.
+//! - **try_lock** follows lockdep: a successful try-lock is held but nothing depends on it.
+//! - **Nesting** two locks of one class is lockdep's rule; annotate with
+//!   `lock_nested(subclass)` or `lock_nest_lock(&outer_guard)`, as in the kernel.
+//! - **Condvar waits** release the mutex and validate the re-lock with the locks held then.
+//! - **Misuse.** A lock freed while held, a thread exiting with locks held, an unregistered
+//!   dynamic key, and failed `assert_held()` / `assert_not_held()` are reported.
+//!
+//! # Threads
+//!
+//! Guards are `!Send` by this crate's own marker ([`GuardMarker`]), whatever other crates
+//! enable in lock_api or parking_lot: a held lock belongs to the thread that took it.
+//! [`thread::spawn`] models joins, so that joining, under lock `A`, a thread that takes `A` is
+//! reported. With `send_guard`, guards are `Send`; a guard dropped on another thread unlocks
+//! there with no report, and the thread that took it applies the release when it next takes
+//! that lock (lockdep's held stacks are per thread; see the limits below).
+//!
+//! # Configuring the validator
+//!
+//! One dependency is enough: [`set_policy`], [`Policy`], [`Report`], [`reset`], [`stats`],
+//! [`set_enabled`], the class keys ([`LockClassKey`], [`DynamicKey`]) and the rest of
+//! lockdep's API ([`lockdep`] itself is re-exported).
+//!
+//! # Generic lock_api code
+//!
+//! The types here are this crate's own (a [`LockMap`] next to lock_api's data wrapper), not
+//! `lock_api::Mutex<raw::RawMutex, T>`: lock_api's `Mutex::new` gives the raw lock neither a
+//! construction site nor the protected type, so a lock built as `lock_api::Mutex<R, T>` (also
+//! `lock_api::Mutex<parking_lot::RawMutex, T>` under the patch) is **not validated**. For
+//! validation, use this crate's types, or [`generic`]`::Mutex<R, T>` with your own raw lock.
 //!
 //! # Limits
 //!
-//! A lock is identified by its address while held: moving an unlocked lock is fine, but
-//! `mem::forget` of a guard followed by moving the lock loses track of it. `force_unlock`,
-//! `lock_arc` and `bump` are not provided.
+//! - A lock is identified by its address while held: moving an unlocked lock is fine, but
+//!   `mem::forget` of a guard followed by moving the lock loses track of it.
+//! - Locking through `raw()` is not seen. `force_unlock*` releases the entry a forgotten
+//!   guard left, if this thread has one.
+//! - With `send_guard`, a guard dropped on another thread leaves its entry on the acquiring
+//!   thread's held stack until that thread takes the lock again: meanwhile that thread's
+//!   other acquisitions get a dependency from it, re-taking the lock while the guard is still
+//!   away is reported as recursive locking, and exiting first as a lock held at exit.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod condvar;
+pub mod deadlock;
 mod dep;
-mod guard_impls;
-mod mutex;
+pub mod generic;
 pub mod raw;
-mod remutex;
-mod rwlock;
-mod rwlock_guards;
 pub mod std_sync;
 mod switch;
 pub mod thread;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
-pub use dep::HeldGuard;
-pub use mutex::{MappedMutexGuard, Mutex, MutexGuard};
-pub use remutex::{MappedReentrantMutexGuard, ReentrantMutex, ReentrantMutexGuard};
-pub use rwlock::{
-    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
-    RwLockUpgradableReadGuard, RwLockWriteGuard,
+pub use dep::{GuardMarker, HeldGuard};
+pub use lock_api;
+pub use lockdep;
+pub use lockdep::{
+    reset, set_policy, stats, DynamicKey, LockClassKey, LockMap, Policy, Report, Stats,
 };
+pub use raw::{Once, OnceState, RawFairMutex, RawMutex, RawRwLock, RawThreadId};
 pub use switch::{is_enabled, set_enabled, ENV_VAR};
+
+#[cfg(feature = "arc_lock")]
+pub use generic::{
+    ArcMutexGuard, ArcReentrantMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard,
+    ArcRwLockWriteGuard,
+};
+
+/// A validated mutex ([`generic::Mutex`] over [`RawMutex`]), parking_lot's `Mutex<T>`.
+pub type Mutex<T> = generic::Mutex<RawMutex, T>;
+/// The guard of a [`Mutex`].
+pub type MutexGuard<'a, T> = generic::MutexGuard<'a, RawMutex, T>;
+/// A projected [`MutexGuard`].
+pub type MappedMutexGuard<'a, T> = generic::MappedMutexGuard<'a, RawMutex, T>;
+
+/// A validated mutex whose every unlock is fair ([`generic::Mutex`] over [`RawFairMutex`]),
+/// parking_lot's `FairMutex<T>`.
+pub type FairMutex<T> = generic::Mutex<RawFairMutex, T>;
+/// The guard of a [`FairMutex`].
+pub type FairMutexGuard<'a, T> = generic::MutexGuard<'a, RawFairMutex, T>;
+/// A projected [`FairMutexGuard`].
+pub type MappedFairMutexGuard<'a, T> = generic::MappedMutexGuard<'a, RawFairMutex, T>;
+
+/// A validated reader-writer lock ([`generic::RwLock`] over [`RawRwLock`]), parking_lot's
+/// `RwLock<T>`.
+pub type RwLock<T> = generic::RwLock<RawRwLock, T>;
+/// Shared access to an [`RwLock`].
+pub type RwLockReadGuard<'a, T> = generic::RwLockReadGuard<'a, RawRwLock, T>;
+/// Exclusive access to an [`RwLock`].
+pub type RwLockWriteGuard<'a, T> = generic::RwLockWriteGuard<'a, RawRwLock, T>;
+/// Upgradable shared access to an [`RwLock`].
+pub type RwLockUpgradableReadGuard<'a, T> = generic::RwLockUpgradableReadGuard<'a, RawRwLock, T>;
+/// A projected [`RwLockReadGuard`].
+pub type MappedRwLockReadGuard<'a, T> = generic::MappedRwLockReadGuard<'a, RawRwLock, T>;
+/// A projected [`RwLockWriteGuard`].
+pub type MappedRwLockWriteGuard<'a, T> = generic::MappedRwLockWriteGuard<'a, RawRwLock, T>;
+
+/// A validated re-entrant mutex ([`generic::ReentrantMutex`] over [`RawMutex`] and
+/// [`RawThreadId`]), parking_lot's `ReentrantMutex<T>`.
+pub type ReentrantMutex<T> = generic::ReentrantMutex<RawMutex, RawThreadId, T>;
+/// The guard of a [`ReentrantMutex`].
+pub type ReentrantMutexGuard<'a, T> = generic::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+/// A projected [`ReentrantMutexGuard`].
+pub type MappedReentrantMutexGuard<'a, T> =
+    generic::MappedReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+
+generic::const_unless_validating! {
+    /// A new [`Mutex`] (parking_lot's `const_mutex`); its class is the caller's location and
+    /// `T`. `const` where the constructors are (see [`generic::Mutex::new`]).
+    #[inline]
+    #[track_caller]
+    pub fn const_mutex[T](val: T) -> Mutex<T> {
+        Mutex::const_new(<RawMutex as lock_api::RawMutex>::INIT, val)
+    }
+
+    /// A new [`FairMutex`] (parking_lot's `const_fair_mutex`).
+    #[inline]
+    #[track_caller]
+    pub fn const_fair_mutex[T](val: T) -> FairMutex<T> {
+        FairMutex::const_new(<RawFairMutex as lock_api::RawMutex>::INIT, val)
+    }
+
+    /// A new [`RwLock`] (parking_lot's `const_rwlock`).
+    #[inline]
+    #[track_caller]
+    pub fn const_rwlock[T](val: T) -> RwLock<T> {
+        RwLock::const_new(<RawRwLock as lock_api::RawRwLock>::INIT, val)
+    }
+
+    /// A new [`ReentrantMutex`] (parking_lot's `const_reentrant_mutex`).
+    #[inline]
+    #[track_caller]
+    pub fn const_reentrant_mutex[T](val: T) -> ReentrantMutex<T> {
+        ReentrantMutex::const_new(
+            <RawMutex as lock_api::RawMutex>::INIT,
+            <RawThreadId as lock_api::GetThreadId>::INIT,
+            val,
+        )
+    }
+}

@@ -81,7 +81,7 @@ fn mutex_data_access() {
     assert_eq!(unsafe { (*m.data_ptr()).len() }, 4);
     assert_eq!(
         format!("{:?}", m),
-        format!("{:?}", parking_lot::Mutex::new(vec![1, 2, 3, 4]))
+        format!("{:?}", real_parking_lot::Mutex::new(vec![1, 2, 3, 4]))
     );
     assert_eq!(format!("{:?}", m.lock()), "[1, 2, 3, 4]");
     assert_eq!(m.into_inner(), [1, 2, 3, 4]);
@@ -303,7 +303,7 @@ fn reentrant_mutex_relocks_and_excludes_others() {
     let r = ReentrantMutex::<u8>::default();
     assert_eq!(
         format!("{r:?}"),
-        format!("{:?}", parking_lot::ReentrantMutex::new(0u8))
+        format!("{:?}", real_parking_lot::ReentrantMutex::new(0u8))
     );
     assert!(take().is_empty());
 }
@@ -386,29 +386,29 @@ fn sizes_match_parking_lot_without_validation() {
     };
     assert_eq!(
         size_of::<Mutex<u64>>(),
-        size_of::<parking_lot::Mutex<u64>>() + extra
+        size_of::<real_parking_lot::Mutex<u64>>() + extra
     );
     assert_eq!(
         size_of::<RwLock<u64>>(),
-        size_of::<parking_lot::RwLock<u64>>() + extra
+        size_of::<real_parking_lot::RwLock<u64>>() + extra
     );
     assert_eq!(
         size_of::<ReentrantMutex<u64>>(),
-        size_of::<parking_lot::ReentrantMutex<u64>>() + extra
+        size_of::<real_parking_lot::ReentrantMutex<u64>>() + extra
     );
-    assert_eq!(size_of::<Condvar>(), size_of::<parking_lot::Condvar>());
+    assert_eq!(size_of::<Condvar>(), size_of::<real_parking_lot::Condvar>());
     if !cfg!(feature = "validate") {
         assert_eq!(
             size_of::<MutexGuard<'_, u64>>(),
-            size_of::<parking_lot::MutexGuard<'_, u64>>()
+            size_of::<real_parking_lot::MutexGuard<'_, u64>>()
         );
         assert_eq!(
             size_of::<RwLockWriteGuard<'_, u64>>(),
-            size_of::<parking_lot::RwLockWriteGuard<'_, u64>>()
+            size_of::<real_parking_lot::RwLockWriteGuard<'_, u64>>()
         );
         assert_eq!(
             size_of::<RwLockReadGuard<'_, u64>>(),
-            size_of::<parking_lot::RwLockReadGuard<'_, u64>>()
+            size_of::<real_parking_lot::RwLockReadGuard<'_, u64>>()
         );
     }
 }

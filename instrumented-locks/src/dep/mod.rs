@@ -1,24 +1,51 @@
-//! The glue between a wrapper and lockdep: what a lock embeds ([`Dep`]) and what a guard
-//! carries ([`Track`]).
+//! The glue between the data wrappers and lockdep: what a lock embeds ([`Dep`]), what a guard
+//! carries ([`Track`], one word), and the owner of a mapped guard's release ([`Held`]).
 //!
-//! With the `validate` feature, [`Dep`] is a [`lockdep::LockMap`] and [`Track`] remembers
-//! whether *this* guard's acquisition is on the thread's held-lock stack, so that a guard
-//! releases exactly what it acquired even if validation was switched off in between (see
-//! [`crate::set_enabled`]). Without the feature both are zero-sized and every call is an empty
-//! inline function, so the wrappers are plain parking_lot.
+//! With the `validate` feature, [`Dep`] is a [`lockdep::LockMap`] and [`Track`] records how
+//! *this* guard's acquisition was made (mode, subclass, nest lock) and whether it is on the
+//! thread's held-lock stack, so that a guard releases exactly what it acquired even if
+//! validation was switched off in between (see [`crate::set_enabled`]). Without the feature
+//! all three are zero-sized and every call is an empty inline function, so the wrappers are
+//! the plain lock_api types.
+//!
+//! Every validated lock operation of the crate goes through this module: acquisitions
+//! ([`Dep::acquire`], [`Dep::acquired_try`]), releases ([`Track::release`],
+//! [`Track::release_on_drop`]), the release-and-relock of condvar waits, `unlocked` and
+//! `bump` ([`Track::suspend`] / [`Track::resume`]), mode changes ([`Track::set_mode`]) and
+//! upgrades ([`Track::upgrade`]). A change of lockdep's API is a change here.
 
 #[cfg(feature = "validate")]
-pub(crate) use on::{Dep, Track};
+pub(crate) use on::{drop_site, Dep, DepRef, Held, Track};
 
 #[cfg(not(feature = "validate"))]
-pub(crate) use off::{Dep, Track};
+pub(crate) use off::{drop_site, Dep, DepRef, Held, Track};
 
-/// A guard of a held lock, usable as the `nest_lock` of [`Mutex::lock_nest_lock`]
+use std::panic::Location;
+
+/// A source location a report names.
+pub(crate) type Site = &'static Location<'static>;
+
+/// The lockdep mode of an upgradable read (`RwLock::upgradable_read`): shared with readers,
+/// but it can block behind a waiting writer or another upgradable holder, so two of them in
+/// one thread, or one ordered against a write, are reported. One place, so that a dedicated
+/// lockdep mode can replace it.
+pub(crate) const UPGRADABLE: lockdep::Mode = lockdep::Mode::Read;
+
+/// The marker that makes guards `!Send`, whatever the raw lock's `GuardMarker` says: a held
+/// lock belongs to the thread that took it. With the `send_guard` feature, `Send`.
+#[cfg(not(feature = "send_guard"))]
+pub type GuardMarker = lock_api::GuardNoSend;
+
+/// The marker that makes guards `Send` (the `send_guard` feature).
+#[cfg(feature = "send_guard")]
+pub type GuardMarker = lock_api::GuardSend;
+
+/// A guard of a held lock, usable as the `nest_lock` of [`lock_nest_lock`]
 /// (the kernel's `mutex_lock_nest_lock()`): every guard type of this crate implements it.
 ///
 /// Sealed: only this crate's guards implement it.
 ///
-/// [`Mutex::lock_nest_lock`]: crate::Mutex::lock_nest_lock
+/// [`lock_nest_lock`]: crate::generic::Mutex::lock_nest_lock
 pub trait HeldGuard: sealed::Sealed {
     /// The validator map of the lock this guard holds (`None` without the `validate`
     /// feature).
@@ -35,3 +62,6 @@ mod on;
 
 #[cfg(not(feature = "validate"))]
 mod off;
+
+#[cfg(all(feature = "validate", feature = "send_guard"))]
+mod remote;

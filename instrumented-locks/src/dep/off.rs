@@ -1,19 +1,28 @@
-//! Without the `validate` feature: zero-sized stand-ins whose methods do nothing.
+//! Without the `validate` feature: zero-sized stand-ins whose methods do nothing, so that
+//! every wrapper compiles to the plain lock_api code.
+
+#![allow(
+    clippy::unused_self,
+    clippy::trivially_copy_pass_by_ref,
+    clippy::extra_unused_type_parameters
+)]
 
 use std::marker::PhantomData;
-use std::panic::Location;
 
 use lockdep::{DynamicKey, LockClassKey, LockMap, Mode};
 
-type Site = &'static Location<'static>;
+use super::Site;
 
 /// Zero-sized: no validation compiled in.
 pub(crate) struct Dep;
 
-#[allow(clippy::unused_self)]
 impl Dep {
     #[inline(always)]
-    pub(crate) const fn new(_name: &'static str) -> Dep {
+    pub(crate) const fn of_type<T: ?Sized>(_kind: &'static str) -> Dep {
+        Dep
+    }
+    #[inline(always)]
+    pub(crate) const fn named_of_type<T: ?Sized>(_kind: &'static str, _name: &'static str) -> Dep {
         Dep
     }
     #[inline(always)]
@@ -29,34 +38,25 @@ impl Dep {
         None
     }
     #[inline(always)]
-    pub(crate) fn lock<'a>(
-        &'a self,
-        _subclass: u8,
+    pub(crate) fn acquire(
+        &self,
         _mode: Mode,
-        _nest: Option<&'a LockMap>,
+        _subclass: u8,
+        _nest: Option<&LockMap>,
         _site: Site,
-    ) -> Track<'a> {
-        Track(PhantomData)
+    ) -> Track {
+        Track
     }
     #[inline(always)]
-    pub(crate) fn locked_try<'a>(
-        &'a self,
-        _subclass: u8,
-        _mode: Mode,
-        _nest: Option<&'a LockMap>,
-        _site: Site,
-    ) -> Track<'a> {
-        Track(PhantomData)
+    pub(crate) fn acquired_try(&self, _mode: Mode, _site: Site) -> Track {
+        Track
     }
     #[inline(always)]
-    pub(crate) fn untracked<'a>(
-        &'a self,
-        _subclass: u8,
-        _mode: Mode,
-        _nest: Option<&'a LockMap>,
-    ) -> Track<'a> {
-        Track(PhantomData)
+    pub(crate) fn adopt(&self, _mode: Mode) -> Track {
+        Track
     }
+    #[inline(always)]
+    pub(crate) fn force_release(&self, _site: Site) {}
     #[inline(always)]
     pub(crate) fn assert_held(&self) {}
     #[inline(always)]
@@ -69,23 +69,81 @@ impl Dep {
     }
 }
 
-/// Zero-sized: nothing to track.
-pub(crate) struct Track<'a>(PhantomData<&'a ()>);
+/// Zero-sized (a reference to the zero-sized [`Dep`] would still be a pointer).
+#[derive(Clone, Copy)]
+pub(crate) struct DepRef<'a>(PhantomData<&'a Dep>);
 
-#[allow(clippy::unused_self)]
-impl<'a> Track<'a> {
+impl<'a> From<&'a Dep> for DepRef<'a> {
     #[inline(always)]
-    pub(crate) fn release(&mut self, _site: Site) -> bool {
+    fn from(_: &'a Dep) -> DepRef<'a> {
+        DepRef(PhantomData)
+    }
+}
+
+/// Zero-sized: nothing to track.
+#[derive(Clone, Copy)]
+pub(crate) struct Track;
+
+impl Track {
+    pub(crate) const NONE: Track = Track;
+    #[inline(always)]
+    pub(crate) fn is_held(self) -> bool {
         false
     }
     #[inline(always)]
-    pub(crate) fn reacquire(&mut self, _mode: Mode, _site: Site) {}
+    pub(crate) fn release(&mut self, _dep: &Dep, _site: Site) {}
     #[inline(always)]
-    pub(crate) fn set_mode(&mut self, _mode: Mode) {}
+    pub(crate) fn release_on_drop(&mut self, _dep: &Dep) {}
     #[inline(always)]
-    pub(crate) fn restore(&mut self, _was_held: bool, _site: Site) {}
+    pub(crate) fn suspend(&mut self, _dep: &Dep, _site: Site) -> Track {
+        Track
+    }
+    #[inline(always)]
+    pub(crate) fn resume(&mut self, _dep: &Dep, _saved: Track, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn relock(&mut self, _dep: &Dep, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn set_mode(&mut self, _dep: &Dep, _mode: Mode) {}
+    #[inline(always)]
+    pub(crate) fn upgrade(&mut self, _dep: &Dep, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn upgrade_failed(&mut self, _dep: &Dep) {}
+}
+
+/// Zero-sized: nothing to release.
+pub(crate) struct Held<'a> {
+    _dep: PhantomData<&'a Dep>,
+    track: Track,
+}
+
+impl<'a> Held<'a> {
+    #[inline(always)]
+    pub(crate) fn new(_dep: DepRef<'a>, track: Track) -> Held<'a> {
+        Held {
+            _dep: PhantomData,
+            track,
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn dep(&self) -> &'a Dep {
+        &Dep
+    }
+    #[inline(always)]
+    pub(crate) fn into_track(self) -> Track {
+        Track
+    }
+    #[inline(always)]
+    pub(crate) fn track(&mut self) -> &mut Track {
+        &mut self.track
+    }
     #[inline(always)]
     pub(crate) fn map(&self) -> Option<&'a LockMap> {
         None
     }
+}
+
+/// The site a guard drop reports (unused without validation).
+#[inline(always)]
+pub(crate) fn drop_site() -> Site {
+    std::panic::Location::caller()
 }

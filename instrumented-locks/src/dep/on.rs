@@ -1,10 +1,12 @@
-//! With the `validate` feature: a lock embeds a [`lockdep::LockMap`], a guard a `Track`.
+//! With the `validate` feature: a lock embeds a [`lockdep::LockMap`], a guard one [`Track`]
+//! word.
 
 use std::panic::Location;
+use std::ptr;
 
 use lockdep::{DynamicKey, LockClassKey, LockMap, Mode};
 
-type Site = &'static Location<'static>;
+use super::Site;
 
 /// What a lock embeds: its lockdep map (its instance identity and class).
 pub(crate) struct Dep {
@@ -12,15 +14,29 @@ pub(crate) struct Dep {
 }
 
 impl Dep {
-    /// Class = the caller's construction site.
+    /// Class = the caller's construction site and the protected type `T`; unnamed (reports
+    /// name it `kind<T>@site`). The one constructor that unnamed `new`/`const_new`/`Default`
+    /// use, so that lockdep's `const` constructor replaces it in one place.
+    #[inline]
     #[track_caller]
-    pub(crate) fn new(name: &'static str) -> Dep {
+    pub(crate) fn of_type<T: ?Sized>(_kind: &'static str) -> Dep {
+        Dep {
+            map: LockMap::new(std::any::type_name::<T>()),
+        }
+    }
+
+    /// Class = the caller's construction site and `T`, named `name` in reports.
+    #[inline]
+    #[track_caller]
+    #[allow(clippy::extra_unused_type_parameters)] // `T` joins the class with lockdep's (site, type) maps
+    pub(crate) fn named_of_type<T: ?Sized>(_kind: &'static str, name: &'static str) -> Dep {
         Dep {
             map: LockMap::new(name),
         }
     }
 
     /// Class = a static key.
+    #[inline]
     pub(crate) fn with_class(key: &'static LockClassKey, name: &'static str) -> Dep {
         Dep {
             map: LockMap::with_key(name, key),
@@ -28,6 +44,7 @@ impl Dep {
     }
 
     /// Class = a dynamic key (an unregistered key is reported by lockdep).
+    #[inline]
     #[track_caller]
     pub(crate) fn with_dynamic_key(key: &DynamicKey, name: &'static str) -> Dep {
         Dep {
@@ -35,52 +52,64 @@ impl Dep {
         }
     }
 
+    #[inline]
     pub(crate) fn map(&self) -> Option<&LockMap> {
         Some(&self.map)
     }
 
-    /// A blocking acquire: validated *before* the caller blocks on the real lock.
+    /// A blocking acquisition, validated *before* the caller blocks on the raw lock. Returns
+    /// the guard's state: held if validation is on.
+    ///
+    /// Panics only if lockdep's policy is `Policy::Panic` and the acquisition is reported;
+    /// then nothing is held.
     #[inline]
-    pub(crate) fn lock<'a>(
-        &'a self,
-        subclass: u8,
+    pub(crate) fn acquire(
+        &self,
         mode: Mode,
-        nest: Option<&'a LockMap>,
+        subclass: u8,
+        nest: Option<&LockMap>,
         site: Site,
-    ) -> Track<'a> {
-        let mut t = self.untracked(subclass, mode, nest);
-        t.acquire(false, site);
-        t
+    ) -> Track {
+        if !crate::is_enabled() {
+            return Track::NONE;
+        }
+        self.settle_remote();
+        lockdep::acquire(&self.map, subclass, mode, false, nest, site);
+        Track::held(mode, subclass, nest)
     }
 
-    /// A successful try-lock: recorded *after* the real lock succeeded.
+    /// A successful try-lock (subclass 0), recorded *after* the raw lock succeeded (lockdep's
+    /// trylock rule: nothing depends on it). The caller's guard must already own the raw lock,
+    /// so that a panicking policy unlocks it.
     #[inline]
-    pub(crate) fn locked_try<'a>(
-        &'a self,
-        subclass: u8,
-        mode: Mode,
-        nest: Option<&'a LockMap>,
-        site: Site,
-    ) -> Track<'a> {
-        let mut t = self.untracked(subclass, mode, nest);
-        t.acquire(true, site);
-        t
+    pub(crate) fn acquired_try(&self, mode: Mode, site: Site) -> Track {
+        if !crate::is_enabled() {
+            return Track::NONE;
+        }
+        self.settle_remote();
+        lockdep::acquire(&self.map, 0, mode, true, None, site);
+        Track::held(mode, 0, None)
     }
 
-    /// A guard state that is not on the held stack (a nested re-entrant acquisition).
+    /// The state of a guard made for a lock the caller already holds without a guard
+    /// (`make_guard_unchecked`): it takes over this thread's held-lock entry of the lock if
+    /// there is one (a forgotten guard's), and tracks nothing otherwise (a lock taken through
+    /// `raw()`), so that its drop never gives a false "bad unlock balance".
     #[inline]
-    pub(crate) fn untracked<'a>(
-        &'a self,
-        subclass: u8,
-        mode: Mode,
-        nest: Option<&'a LockMap>,
-    ) -> Track<'a> {
-        Track {
-            map: &self.map,
-            nest,
-            subclass,
-            mode,
-            held: false,
+    pub(crate) fn adopt(&self, mode: Mode) -> Track {
+        if crate::is_enabled() && lockdep::is_held(&self.map) {
+            Track::held(mode, 0, None)
+        } else {
+            Track::NONE
+        }
+    }
+
+    /// `force_unlock*`: releases this thread's held-lock entry of the lock, if it has one
+    /// (the entry of a forgotten guard), silently otherwise.
+    #[inline]
+    pub(crate) fn force_release(&self, site: Site) {
+        if crate::is_enabled() && lockdep::is_held(&self.map) {
+            lockdep::release(&self.map, site);
         }
     }
 
@@ -108,76 +137,258 @@ impl Dep {
     pub(crate) fn is_held(&self) -> bool {
         lockdep::is_held(&self.map)
     }
+
+    /// Applies the releases of this lock's guards that were dropped on other threads since
+    /// this thread took them (`send_guard` only; see `remote`).
+    #[inline(always)]
+    fn settle_remote(&self) {
+        #[cfg(feature = "send_guard")]
+        super::remote::settle(&self.map);
+    }
 }
 
-/// What a guard carries: which lock, how it was taken, and whether this acquisition is on
-/// the thread's held stack. Dropping it releases the lock in lockdep (before the real
-/// unlock, because guards declare it before the parking_lot guard).
-pub(crate) struct Track<'a> {
-    map: &'a LockMap,
-    nest: Option<&'a LockMap>,
-    subclass: u8,
-    mode: Mode,
-    held: bool,
+/// A borrowed [`Dep`], for guards that do not borrow the whole lock (mapped guards).
+pub(crate) type DepRef<'a> = &'a Dep;
+
+// Track word layout. A held guard made with a nest lock stores that lock's map address with
+// the tags in its low bits (mode Exclusive, subclass 0: `lock_nest_lock` / `write_nest_lock`
+// only); otherwise the word is a plain number.
+const HELD: usize = 0b01;
+const NEST: usize = 0b10;
+const TAGS: usize = HELD | NEST;
+const MODE_SHIFT: u32 = 2;
+const SUBCLASS_SHIFT: u32 = 8;
+// The two tag bits are free in a map address.
+const _: () = assert!(std::mem::align_of::<LockMap>() > TAGS);
+
+/// What a guard knows about its acquisition, in one word: whether it is on this thread's
+/// held-lock stack, and how to take it again (mode, subclass, nest lock) after a condvar
+/// wait, `unlocked` or `bump`. Written once when the guard is made, read when it drops.
+///
+/// With `send_guard`, also the thread that holds the entry.
+#[derive(Clone, Copy)]
+pub(crate) struct Track {
+    word: *const LockMap,
+    #[cfg(feature = "send_guard")]
+    home: usize,
 }
 
-impl<'a> Track<'a> {
-    /// Records an acquisition if validation is on. `held` becomes true only after lockdep
-    /// accepted it, so a report that panics leaves nothing to release.
+// SAFETY: the word is a number or the address of a `LockMap` (which is `Sync`) that the guard
+// carrying the track borrows for its whole life; it is only ever read as `&LockMap`.
+unsafe impl Send for Track {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Track {}
+
+fn mode_code(mode: Mode) -> usize {
+    match mode {
+        Mode::Exclusive => 0,
+        Mode::Read => 1,
+        Mode::RecursiveRead => 2,
+    }
+}
+
+fn code_mode(code: usize) -> Mode {
+    match code & 0b11 {
+        0 => Mode::Exclusive,
+        1 => Mode::Read,
+        _ => Mode::RecursiveRead,
+    }
+}
+
+impl Track {
+    /// Not on the held stack: validation was off, or a nested re-entrant acquisition.
+    pub(crate) const NONE: Track = Track {
+        word: ptr::null(),
+        #[cfg(feature = "send_guard")]
+        home: 0,
+    };
+
     #[inline]
-    pub(crate) fn acquire(&mut self, trylock: bool, site: Site) {
-        if crate::is_enabled() {
-            lockdep::acquire(self.map, self.subclass, self.mode, trylock, self.nest, site);
-            self.held = true;
+    fn held(mode: Mode, subclass: u8, nest: Option<&LockMap>) -> Track {
+        let word = match nest {
+            Some(outer) => {
+                debug_assert!(mode == Mode::Exclusive && subclass == 0);
+                ptr::from_ref(outer).map_addr(|a| a | HELD | NEST)
+            }
+            None => ptr::without_provenance(
+                HELD | mode_code(mode) << MODE_SHIFT | usize::from(subclass) << SUBCLASS_SHIFT,
+            ),
+        };
+        Track {
+            word,
+            #[cfg(feature = "send_guard")]
+            home: super::remote::this_thread(),
         }
     }
 
-    /// Records a release of what this guard acquired; returns whether it was held.
     #[inline]
-    pub(crate) fn release(&mut self, site: Site) -> bool {
-        let was = self.held;
-        if was {
-            self.held = false;
-            lockdep::release(self.map, site);
-        }
-        was
+    fn bits(self) -> usize {
+        self.word.addr()
     }
 
-    /// Release, then a blocking re-acquire in `mode` (condvar wait, `unlocked`, upgrade):
-    /// validated before the caller blocks.
+    /// Whether this guard's acquisition is on the held stack.
     #[inline]
-    pub(crate) fn reacquire(&mut self, mode: Mode, site: Site) {
-        if self.release(site) {
-            self.mode = mode;
-            self.acquire(false, site);
+    pub(crate) fn is_held(self) -> bool {
+        self.bits() & HELD != 0
+    }
+
+    fn nest<'a>(self) -> Option<&'a LockMap> {
+        if self.bits() & NEST == 0 {
+            return None;
+        }
+        // SAFETY: a NEST word holds the address of the nest lock's map, which the guard
+        // carrying this track borrows (`lock_nest_lock` ties the guard's lifetime to it).
+        Some(unsafe { &*self.word.map_addr(|a| a & !TAGS) })
+    }
+
+    fn mode(self) -> Mode {
+        if self.bits() & NEST != 0 {
+            Mode::Exclusive
+        } else {
+            code_mode(self.bits() >> MODE_SHIFT)
         }
     }
 
-    /// Changes the mode of the held entry in place, without validation (downgrade,
+    fn subclass(self) -> u8 {
+        if self.bits() & NEST != 0 {
+            0
+        } else {
+            (self.bits() >> SUBCLASS_SHIFT) as u8
+        }
+    }
+
+    /// Records the release of what this guard acquired, if it is held; afterwards it is not.
+    #[inline]
+    pub(crate) fn release(&mut self, dep: &Dep, site: Site) {
+        if self.is_held() {
+            let was = std::mem::replace(self, Track::NONE);
+            was.release_held(dep, site);
+        }
+    }
+
+    /// [`release`](Self::release) from a guard's `Drop`, which has no caller location.
+    #[inline]
+    pub(crate) fn release_on_drop(&mut self, dep: &Dep) {
+        if self.is_held() {
+            self.release(dep, drop_site());
+        }
+    }
+
+    #[inline]
+    fn release_held(self, dep: &Dep, site: Site) {
+        #[cfg(feature = "send_guard")]
+        if self.home != super::remote::this_thread() {
+            super::remote::post(self.home, &dep.map);
+            return;
+        }
+        lockdep::release(&dep.map, site);
+    }
+
+    /// The first half of a release-and-relock (condvar wait, `unlocked`, `bump`): releases
+    /// the entry and returns what [`resume`](Self::resume) needs to take it again.
+    #[inline]
+    pub(crate) fn suspend(&mut self, dep: &Dep, site: Site) -> Track {
+        let saved = *self;
+        self.release(dep, site);
+        saved
+    }
+
+    /// The second half: validates the re-acquisition (blocking, with the mode, subclass and
+    /// nest lock of `saved`) *before* the caller re-locks, if `saved` was held. If lockdep's
+    /// policy panics, this track stays not held and the caller must still re-lock.
+    #[inline]
+    pub(crate) fn resume(&mut self, dep: &Dep, saved: Track, site: Site) {
+        if saved.is_held() {
+            *self = dep.acquire(saved.mode(), saved.subclass(), saved.nest(), site);
+        }
+    }
+
+    /// Release then validated re-acquire, in one step (a condvar wait, which re-locks inside
+    /// the raw wait: the verdict is given before the wait starts, with the same held locks).
+    #[inline]
+    pub(crate) fn relock(&mut self, dep: &Dep, site: Site) {
+        let saved = self.suspend(dep, site);
+        self.resume(dep, saved, site);
+    }
+
+    /// Changes the mode of the held entry in place, without validation (downgrade, a
     /// successful try-upgrade: neither can wait). The kernel's `lock_downgrade()`.
     #[inline]
-    pub(crate) fn set_mode(&mut self, mode: Mode) {
-        self.mode = mode;
-        if self.held {
-            lockdep::set_held_mode(self.map, mode);
+    pub(crate) fn set_mode(&mut self, dep: &Dep, mode: Mode) {
+        if self.is_held() {
+            lockdep::set_held_mode(&dep.map, mode);
+            self.word = ptr::without_provenance(
+                HELD | mode_code(mode) << MODE_SHIFT
+                    | usize::from(self.subclass()) << SUBCLASS_SHIFT,
+            );
         }
     }
 
-    /// Re-acquire after a [`release`](Self::release) that returned `was_held`.
+    /// A blocking upgrade of a held upgradable read to a write: validated as an exclusive
+    /// acquisition under the other held locks before the caller blocks (the entry moves to
+    /// the top of the held stack).
     #[inline]
-    pub(crate) fn restore(&mut self, was_held: bool, site: Site) {
-        if was_held {
-            self.acquire(false, site);
+    pub(crate) fn upgrade(&mut self, dep: &Dep, site: Site) {
+        if self.is_held() {
+            self.release(dep, site);
+            *self = dep.acquire(Mode::Exclusive, 0, None, site);
         }
     }
 
-    pub(crate) fn map(&self) -> Option<&'a LockMap> {
-        Some(self.map)
+    /// A timed upgrade that gave up: the lock is the upgradable read it still is.
+    #[inline]
+    pub(crate) fn upgrade_failed(&mut self, dep: &Dep) {
+        self.set_mode(dep, super::UPGRADABLE);
     }
 }
 
-impl Drop for Track<'_> {
+/// The site a guard drop reports: a guard's `Drop` cannot be `#[track_caller]`.
+#[inline]
+pub(crate) fn drop_site() -> Site {
+    Location::caller()
+}
+
+/// A held acquisition with the map it belongs to: releases it on drop. Mapped guards carry
+/// one (declared before the lock_api guard that unlocks, so lockdep hears of the release
+/// first); guard projections hold one while a user closure runs, so that a panic in it still
+/// releases.
+pub(crate) struct Held<'a> {
+    dep: DepRef<'a>,
+    track: Track,
+}
+
+impl<'a> Held<'a> {
+    #[inline]
+    pub(crate) fn new(dep: DepRef<'a>, track: Track) -> Held<'a> {
+        Held { dep, track }
+    }
+
+    #[inline]
+    pub(crate) fn dep(&self) -> DepRef<'a> {
+        self.dep
+    }
+
+    /// The track, and this no longer releases it.
+    #[inline]
+    pub(crate) fn into_track(self) -> Track {
+        let me = std::mem::ManuallyDrop::new(self);
+        me.track
+    }
+
+    #[inline]
+    pub(crate) fn track(&mut self) -> &mut Track {
+        &mut self.track
+    }
+
+    #[inline]
+    pub(crate) fn map(&self) -> Option<&'a LockMap> {
+        self.dep.map()
+    }
+}
+
+impl Drop for Held<'_> {
+    #[inline]
     fn drop(&mut self) {
-        self.release(Location::caller());
+        self.track.release_on_drop(self.dep);
     }
 }

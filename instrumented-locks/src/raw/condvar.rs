@@ -60,6 +60,13 @@ fn mixed() -> *mut RawMutex {
 pub struct WaitTimeoutResult(bool);
 
 impl WaitTimeoutResult {
+    /// A wait that ended without reaching its deadline (for the validated condvar's
+    /// `wait_while*` loops).
+    #[inline]
+    pub(crate) const fn not_timed_out() -> WaitTimeoutResult {
+        WaitTimeoutResult(false)
+    }
+
     /// True if the wait ended because the deadline passed, not because of a notification.
     /// A notification that races with the deadline may be reported either way.
     #[inline]

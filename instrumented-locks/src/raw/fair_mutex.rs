@@ -21,7 +21,7 @@ pub struct RawFairMutex(RawMutex);
 unsafe impl lock_api::RawMutex for RawFairMutex {
     const INIT: RawFairMutex = RawFairMutex(RawMutex::INIT);
 
-    type GuardMarker = lock_api::GuardNoSend;
+    type GuardMarker = crate::GuardMarker;
 
     #[inline]
     fn lock(&self) {

@@ -51,7 +51,8 @@ pub(super) const TOKEN_HANDOFF: UnparkToken = UnparkToken(1);
 /// directly to a parked thread, and parking_lot_core asks for such a fair unlock on average
 /// every 0.5 ms per queue (`UnparkResult::be_fair`), which bounds starvation.
 ///
-/// `Send + Sync`; guards are `!Send` ([`lock_api::GuardNoSend`]). Not reentrant: locking it
+/// `Send + Sync`; guards are `!Send` unless the `send_guard` feature is on
+/// ([`GuardMarker`](crate::GuardMarker)). Not reentrant: locking it
 /// twice on one thread deadlocks. Use `lock_api::Mutex<RawMutex, T>` rather than this type
 /// directly.
 pub struct RawMutex {
@@ -68,7 +69,7 @@ unsafe impl lock_api::RawMutex for RawMutex {
         state: AtomicU8::new(0),
     };
 
-    type GuardMarker = lock_api::GuardNoSend;
+    type GuardMarker = crate::GuardMarker;
 
     #[inline]
     fn lock(&self) {

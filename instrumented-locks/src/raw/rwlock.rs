@@ -54,7 +54,8 @@ const HELD: usize = WRITER | UPGRADABLE | READERS;
 /// Taking a shared or upgradable lock panics if the reader count would overflow, which only
 /// leaked guards can cause.
 ///
-/// `Send + Sync`; guards are `!Send` ([`lock_api::GuardNoSend`]).
+/// `Send + Sync`; guards are `!Send` unless the `send_guard` feature is on
+/// ([`GuardMarker`](crate::GuardMarker)).
 pub struct RawRwLock {
     state: AtomicUsize,
 }
@@ -170,7 +171,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         state: AtomicUsize::new(0),
     };
 
-    type GuardMarker = lock_api::GuardNoSend;
+    type GuardMarker = crate::GuardMarker;
 
     #[inline]
     fn lock_shared(&self) {

@@ -1,0 +1,461 @@
+//! [`Mutex<R, T>`] and its guards: `lock_api::Mutex<R, T>` with every operation fed to lockdep.
+
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+#[cfg(feature = "arc_lock")]
+use std::sync::Arc;
+
+use lock_api::{RawMutex, RawMutexFair, RawMutexTimed};
+use lockdep::{LockMap, Mode};
+
+use super::{acquisitions, here, lock_surface, mapped_guard, projections, timed, tried, Tracked};
+use crate::dep::{Dep, DepRef, GuardMarker, Held, Track};
+use crate::HeldGuard;
+
+/// A mutual-exclusion lock over the raw mutex `R`, with the API of `lock_api::Mutex<R, T>`,
+/// whose acquisitions are checked by lockdep for lock-order cycles, recursive locking and
+/// misuse.
+///
+/// - **Class**: by default every mutex constructed at one source location (the caller of
+///   [`new`](Self::new)) for one type `T` is one lock class, like the kernel's per-init-site
+///   static key. Use [`with_class`](Self::with_class) or
+///   [`with_dynamic_key`](Self::with_dynamic_key) to choose the class, and
+///   [`lock_nested`](Self::lock_nested) / [`lock_nest_lock`](Self::lock_nest_lock) to take two
+///   mutexes of one class at once where lockdep's nesting rule asks for it.
+/// - **Checked before blocking**: [`lock`](Self::lock) asks lockdep first, so re-locking a
+///   mutex this thread holds is reported instead of hanging (with lockdep's default policy,
+///   the report is printed and the thread then deadlocks, as it would without lockdep).
+/// - **try_lock** follows lockdep: only a success is recorded, and nothing depends on it (it
+///   cannot wait). Timed locks are blocking acquisitions that may give up.
+/// - **Unlocking without a guard** (`force_unlock*` after `mem::forget`) releases the entry
+///   the forgotten guard left; `make_guard_unchecked` takes it over.
+///
+/// Size: `lock_api::Mutex<R, T>` plus a [`LockMap`] with the `validate` feature, exactly
+/// `lock_api::Mutex<R, T>` without it. `Send`/`Sync` like `lock_api::Mutex<R, T>`.
+pub struct Mutex<R, T: ?Sized> {
+    dep: Dep,
+    inner: lock_api::Mutex<R, T>,
+}
+
+lock_surface!(Mutex<R: RawMutex>, "Mutex", lock);
+
+impl<R, T> Mutex<R, T> {
+    super::const_unless_validating! {
+        /// A new unlocked mutex over the raw mutex `raw_mutex` (`lock_api::Mutex::from_raw`);
+        /// class as for [`new`](Self::new).
+        #[inline]
+        #[track_caller]
+        pub fn from_raw(raw_mutex: R, val: T) -> Mutex<R, T> {
+            Mutex {
+                dep: Dep::of_type::<T>("Mutex"),
+                inner: lock_api::Mutex::from_raw(raw_mutex, val),
+            }
+        }
+
+        /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
+        #[inline]
+        #[track_caller]
+        pub fn const_new(raw_mutex: R, val: T) -> Mutex<R, T> {
+            Mutex {
+                dep: Dep::of_type::<T>("Mutex"),
+                inner: lock_api::Mutex::from_raw(raw_mutex, val),
+            }
+        }
+    }
+}
+
+impl<R: RawMutex, T: ?Sized> Mutex<R, T> {
+    /// The raw mutex, for the lock and unlock calls the guards pair up.
+    #[inline]
+    fn raw_mutex(&self) -> &R {
+        // SAFETY: `raw` is unsafe because unlocking through it could break a guard; this
+        // crate unlocks only what its own guard (or a `force_unlock` caller) owns.
+        unsafe { self.inner.raw() }
+    }
+
+    #[inline]
+    #[track_caller]
+    fn blocking_track(
+        &self,
+        mode: Mode,
+        subclass: u8,
+        nest: Option<&LockMap>,
+        lock: impl FnOnce(&R),
+    ) -> Track {
+        let track = self.dep.acquire(mode, subclass, nest, here());
+        lock(self.raw_mutex());
+        track
+    }
+
+    #[inline]
+    #[track_caller]
+    fn tried_guard<G: Tracked>(
+        &self,
+        mode: Mode,
+        try_lock: impl FnOnce(&R) -> bool,
+        make: impl FnOnce(Track) -> G,
+    ) -> Option<G> {
+        tried(try_lock(self.raw_mutex()), &self.dep, mode, here(), make)
+    }
+
+    #[inline]
+    #[track_caller]
+    fn timed_track(&self, mode: Mode, try_lock: impl FnOnce(&R) -> bool) -> Option<Track> {
+        timed(&self.dep, mode, here(), || try_lock(self.raw_mutex()))
+    }
+
+    /// Makes a guard for a mutex the caller holds without one (lock_api's
+    /// `make_guard_unchecked`). The guard takes over this thread's held-lock entry of the
+    /// mutex if there is one (the entry of a forgotten guard).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread must hold the mutex, and no other guard may own that holding
+    /// (a forgotten one may).
+    #[inline]
+    pub unsafe fn make_guard_unchecked(&self) -> MutexGuard<'_, R, T> {
+        MutexGuard::new(self, self.dep.adopt(Mode::Exclusive))
+    }
+
+    acquisitions! {
+        /// Locks the mutex, blocking until it is available. Validated before it can block.
+        ///
+        /// Panics only if lockdep's policy is `Policy::Panic` and the acquisition is reported
+        /// (before anything is locked).
+        blocking plain lock() -> MutexGuard<'_, R, T> = Mode::Exclusive, |r| r.lock();
+        /// Tries to lock without blocking; only a success is recorded (lockdep's trylock
+        /// rule: nothing depends on it, since it cannot wait).
+        try plain try_lock() -> MutexGuard<'_, R, T> = Mode::Exclusive, |r| r.try_lock();
+        /// [`lock`](Self::lock) through an `Arc`: the guard owns a clone of the `Arc`.
+        blocking arc lock_arc() -> ArcMutexGuard<R, T> = Mode::Exclusive, |r| r.lock();
+        /// [`try_lock`](Self::try_lock) through an `Arc`.
+        try arc try_lock_arc() -> ArcMutexGuard<R, T> = Mode::Exclusive, |r| r.try_lock();
+    }
+
+    /// Locks the mutex as subclass `subclass` (0..8) of its class (the kernel's
+    /// `mutex_lock_nested()`): for two mutexes of one class taken in a fixed order, such as
+    /// a parent then a child, where lockdep's nesting rule asks for an annotation.
+    #[inline]
+    #[track_caller]
+    pub fn lock_nested(&self, subclass: u8) -> MutexGuard<'_, R, T> {
+        MutexGuard::new(
+            self,
+            self.blocking_track(Mode::Exclusive, subclass, None, R::lock),
+        )
+    }
+
+    /// Locks the mutex while `outer` (a held guard) serializes every nesting of this class
+    /// (the kernel's `mutex_lock_nest_lock()`): any number of same-class mutexes may be held
+    /// under it, in any order. The returned guard borrows `outer`, so the outer lock stays
+    /// held.
+    #[inline]
+    #[track_caller]
+    pub fn lock_nest_lock<'a>(&'a self, outer: &'a impl HeldGuard) -> MutexGuard<'a, R, T> {
+        let track = self.blocking_track(Mode::Exclusive, 0, outer.lock_map(), R::lock);
+        MutexGuard::new(self, track)
+    }
+
+    /// Whether the mutex is locked by any thread (a snapshot).
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.inner.is_locked()
+    }
+
+    /// Unlocks the mutex without a guard (after `mem::forget` of one), releasing the entry
+    /// the forgotten guard left on this thread's held stack, if any.
+    ///
+    /// # Safety
+    ///
+    /// The mutex must be locked, by a guard that was forgotten (or on the caller's behalf).
+    #[inline]
+    #[track_caller]
+    pub unsafe fn force_unlock(&self) {
+        self.dep.force_release(here());
+        // SAFETY: the caller guarantees the mutex is locked and no live guard owns it.
+        unsafe { self.inner.force_unlock() }
+    }
+
+    /// The raw mutex. Locking or unlocking through it is not seen by lockdep.
+    ///
+    /// # Safety
+    ///
+    /// As `lock_api::Mutex::raw`: unlocking it while a guard exists is undefined behaviour.
+    #[inline]
+    pub unsafe fn raw(&self) -> &R {
+        // SAFETY: the caller takes over lock_api's contract.
+        unsafe { self.inner.raw() }
+    }
+}
+
+impl<R: RawMutexFair, T: ?Sized> Mutex<R, T> {
+    /// [`force_unlock`](Self::force_unlock) with a fair hand-off to a waiting thread.
+    ///
+    /// # Safety
+    ///
+    /// As for `force_unlock`.
+    #[inline]
+    #[track_caller]
+    pub unsafe fn force_unlock_fair(&self) {
+        self.dep.force_release(here());
+        // SAFETY: as in `force_unlock`.
+        unsafe { self.inner.force_unlock_fair() }
+    }
+}
+
+impl<R: RawMutexTimed, T: ?Sized> Mutex<R, T> {
+    acquisitions! {
+        /// Tries to lock for at most `timeout`. Validated as a blocking acquisition before it
+        /// waits; a timeout is recorded as a release.
+        timed plain try_lock_for(timeout: R::Duration) -> MutexGuard<'_, R, T>
+            = Mode::Exclusive, |r| r.try_lock_for(timeout);
+        /// Tries to lock until the instant `timeout`; see [`try_lock_for`](Self::try_lock_for).
+        timed plain try_lock_until(timeout: R::Instant) -> MutexGuard<'_, R, T>
+            = Mode::Exclusive, |r| r.try_lock_until(timeout);
+        /// [`try_lock_for`](Self::try_lock_for) through an `Arc`.
+        timed arc try_lock_arc_for(timeout: R::Duration) -> ArcMutexGuard<R, T>
+            = Mode::Exclusive, |r| r.try_lock_for(timeout);
+        /// [`try_lock_until`](Self::try_lock_until) through an `Arc`.
+        timed arc try_lock_arc_until(timeout: R::Instant) -> ArcMutexGuard<R, T>
+            = Mode::Exclusive, |r| r.try_lock_until(timeout);
+    }
+}
+
+/// Holds a [`Mutex`] locked; tells lockdep and unlocks on drop.
+///
+/// `!Send` (whatever `R::GuardMarker` says) unless the crate's `send_guard` feature is on:
+/// a held lock belongs to the thread that took it. Two words: the mutex and the
+/// acquisition's track.
+#[must_use = "if unused the Mutex will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct MutexGuard<'a, R: RawMutex, T: ?Sized> {
+    lock: &'a Mutex<R, T>,
+    track: Track,
+    marker: PhantomData<(&'a mut T, GuardMarker, R::GuardMarker)>,
+}
+
+// SAFETY: sharing `&MutexGuard` shares only `&T` and `&R` (as lock_api's `MutexGuard`).
+unsafe impl<R: RawMutex + Sync, T: ?Sized + Sync> Sync for MutexGuard<'_, R, T> {}
+
+/// A [`MutexGuard`] through an `Arc` ([`Mutex::lock_arc`]): no lifetime.
+#[cfg(feature = "arc_lock")]
+#[must_use = "if unused the Mutex will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct ArcMutexGuard<R: RawMutex, T: ?Sized> {
+    lock: Arc<Mutex<R, T>>,
+    track: Track,
+    marker: PhantomData<(*const (), GuardMarker, R::GuardMarker)>,
+}
+
+// SAFETY: as for `MutexGuard` (the `Arc` is only read through `&self`).
+#[cfg(feature = "arc_lock")]
+unsafe impl<R: RawMutex + Sync, T: ?Sized + Sync> Sync for ArcMutexGuard<R, T> {}
+// SAFETY: moving the guard moves the right to `&mut T` (so `T: Send`) and an `Arc` of the
+// mutex (so `R: Send + Sync`); the raw lock allows unlocking elsewhere (`R::GuardMarker`).
+#[cfg(all(feature = "arc_lock", feature = "send_guard"))]
+unsafe impl<R: RawMutex + Send + Sync, T: ?Sized + Send> Send for ArcMutexGuard<R, T> where
+    R::GuardMarker: Send
+{
+}
+
+/// What the plain and `Arc` guards share: construction, drop, and the operations that
+/// release the mutex for a while or for good.
+macro_rules! guard_common {
+    ($Guard:ident [$($lt:lifetime)?] $Lock:ty) => {
+        impl<$($lt,)? R: RawMutex, T: ?Sized> $Guard<$($lt,)? R, T> {
+            #[inline]
+            fn new(lock: $Lock, track: Track) -> Self {
+                $Guard {
+                    lock,
+                    track,
+                    marker: PhantomData,
+                }
+            }
+
+            /// The lock pointer and the track, with the guard gone but the mutex still held.
+            #[inline]
+            fn take(s: Self) -> ($Lock, Track) {
+                let s = ManuallyDrop::new(s);
+                // SAFETY: `s` is never dropped, so its lock pointer moves out exactly once.
+                (unsafe { std::ptr::read(&s.lock) }, s.track)
+            }
+
+            /// Unlocks the mutex, runs `f`, and locks it again (as lock_api's `unlocked`). The
+            /// re-lock is validated before it can block, with the locks held at that point.
+            #[inline]
+            #[track_caller]
+            pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+                let lock = &*s.lock;
+                super::unlocked(
+                    &mut s.track,
+                    &lock.dep,
+                    here(),
+                    // SAFETY: the guard holds the mutex; `unlocked` locks it again before the
+                    // guard can be used or dropped.
+                    || unsafe { lock.raw_mutex().unlock() },
+                    || lock.raw_mutex().lock(),
+                    f,
+                )
+            }
+        }
+
+        impl<$($lt,)? R: RawMutexFair, T: ?Sized> $Guard<$($lt,)? R, T> {
+            /// Unlocks with a fair hand-off to a waiting thread (`RawMutexFair::unlock_fair`).
+            #[inline]
+            #[track_caller]
+            pub fn unlock_fair(s: Self) {
+                let (lock, mut track) = $Guard::take(s);
+                track.release(&lock.dep, here());
+                // SAFETY: the guard held the mutex.
+                unsafe { lock.raw_mutex().unlock_fair() };
+            }
+
+            /// [`unlocked`](Self::unlocked) with a fair unlock.
+            #[inline]
+            #[track_caller]
+            pub fn unlocked_fair<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+                let lock = &*s.lock;
+                super::unlocked(
+                    &mut s.track,
+                    &lock.dep,
+                    here(),
+                    // SAFETY: as in `unlocked`.
+                    || unsafe { lock.raw_mutex().unlock_fair() },
+                    || lock.raw_mutex().lock(),
+                    f,
+                )
+            }
+
+            /// Lets a waiting thread take the mutex, if there is one, and locks it again
+            /// (`RawMutexFair::bump`). Lockdep sees a release and a re-lock, validated before
+            /// it can block.
+            #[inline]
+            #[track_caller]
+            pub fn bump(s: &mut Self) {
+                s.track.relock(&s.lock.dep, here());
+                // SAFETY: the guard holds the mutex; `bump` returns with it held again.
+                unsafe { s.lock.raw_mutex().bump() }
+            }
+        }
+
+        impl<$($lt,)? R: RawMutex, T: ?Sized> Drop for $Guard<$($lt,)? R, T> {
+            #[inline]
+            fn drop(&mut self) {
+                // Lockdep first, then the real unlock.
+                self.track.release_on_drop(&self.lock.dep);
+                // SAFETY: the guard holds the mutex.
+                unsafe { self.lock.raw_mutex().unlock() }
+            }
+        }
+
+        impl<$($lt,)? R: RawMutex, T: ?Sized> Tracked for $Guard<$($lt,)? R, T> {
+            fn track_mut(&mut self) -> &mut Track {
+                &mut self.track
+            }
+        }
+
+        super::guard_impls! {
+            impl[$($lt,)? R: RawMutex, T: ?Sized] $Guard<$($lt,)? R, T>;
+            data: |s| s.lock.data_ptr();
+            map: |s| s.lock.dep.map();
+        }
+        super::guard_mut! {
+            impl[$($lt,)? R: RawMutex, T: ?Sized] $Guard<$($lt,)? R, T>;
+            data: |s| s.lock.data_ptr();
+        }
+    };
+}
+
+guard_common!(MutexGuard ['a] &'a Mutex<R, T>);
+#[cfg(feature = "arc_lock")]
+guard_common!(ArcMutexGuard [] Arc<Mutex<R, T>>);
+super::guard_stable!(impl['a, R: RawMutex, T: ?Sized] MutexGuard<'a, R, T>;);
+
+impl<'a, R: RawMutex, T: ?Sized> MutexGuard<'a, R, T> {
+    /// The mutex this guard holds.
+    #[inline]
+    pub fn mutex(s: &Self) -> &'a Mutex<R, T> {
+        s.lock
+    }
+
+    /// Splits the guard for a projection into the mutex, what owns lockdep's release (a
+    /// [`Held`]) and what owns the raw unlock (a lock_api guard).
+    #[inline]
+    fn split(s: Self) -> (&'a Mutex<R, T>, Held<'a>, lock_api::MutexGuard<'a, R, T>) {
+        let (lock, track) = MutexGuard::take(s);
+        let held = Held::new(DepRef::from(&lock.dep), track);
+        // SAFETY: the guard held the mutex; the lock_api guard owns that holding now.
+        (lock, held, unsafe { lock.inner.make_guard_unchecked() })
+    }
+
+    /// The inverse of [`split`](Self::split), for a projection that declined.
+    #[inline]
+    fn join(lock: &'a Mutex<R, T>, held: Held<'a>, raw: lock_api::MutexGuard<'a, R, T>) -> Self {
+        std::mem::forget(raw);
+        MutexGuard::new(lock, held.into_track())
+    }
+
+    projections!(MappedMutexGuard<R>, MutexGuard, [mut], try_map_or_err);
+
+    /// Leaks the guard: the mutex stays locked for good, and this thread's held-lock entry
+    /// stays too (as for `mem::forget`), so locking it again here is reported.
+    #[inline]
+    pub fn leak(s: Self) -> &'a mut T {
+        let s = ManuallyDrop::new(s);
+        // SAFETY: the mutex stays locked forever, so nobody else reaches the data again.
+        unsafe { &mut *s.lock.data_ptr() }
+    }
+}
+
+#[cfg(feature = "arc_lock")]
+impl<R: RawMutex, T: ?Sized> ArcMutexGuard<R, T> {
+    /// The `Arc` of the mutex this guard holds.
+    #[inline]
+    pub fn mutex(s: &Self) -> &Arc<Mutex<R, T>> {
+        &s.lock
+    }
+
+    /// Unlocks the mutex and returns the `Arc` the guard held.
+    #[inline]
+    #[track_caller]
+    pub fn into_arc(s: Self) -> Arc<Mutex<R, T>> {
+        let (lock, mut track) = ArcMutexGuard::take(s);
+        track.release(&lock.dep, here());
+        // SAFETY: the guard held the mutex.
+        unsafe { lock.raw_mutex().unlock() };
+        lock
+    }
+}
+
+#[cfg(feature = "arc_lock")]
+impl<R: RawMutexFair, T: ?Sized> ArcMutexGuard<R, T> {
+    /// [`into_arc`](Self::into_arc) with a fair unlock.
+    #[inline]
+    #[track_caller]
+    pub fn into_arc_fair(s: Self) -> Arc<Mutex<R, T>> {
+        let (lock, mut track) = ArcMutexGuard::take(s);
+        track.release(&lock.dep, here());
+        // SAFETY: the guard held the mutex.
+        unsafe { lock.raw_mutex().unlock_fair() };
+        lock
+    }
+}
+
+mapped_guard! {
+    /// A [`MutexGuard`] projected onto part of the data by [`MutexGuard::map`]: lock_api's
+    /// mapped guard (the raw mutex and the data pointer) behind the lock map and the track.
+    #[must_use = "if unused the Mutex will immediately unlock"]
+    MappedMutexGuard<R: RawMutex>, MappedMutexGuard, fair<R: RawMutexFair>, [mut]
+}
+
+impl<'a, R: RawMutex, T: ?Sized> MappedMutexGuard<'a, R, T> {
+    projections!(MappedMutexGuard<R>, MappedMutexGuard, [mut], try_map_or_err);
+}
+
+impl<'a, R: RawMutex, T: ?Sized> MutexGuard<'a, R, T> {
+    /// For a condvar wait: the raw mutex, the lock's dep and this guard's track.
+    #[inline]
+    pub(crate) fn wait_parts(s: &mut Self) -> (&'a R, &'a Dep, &mut Track) {
+        let lock: &'a Mutex<R, T> = s.lock;
+        (lock.raw_mutex(), &lock.dep, &mut s.track)
+    }
+}

@@ -1,0 +1,484 @@
+//! [`ReentrantMutex<R, G, T>`]: `lock_api::ReentrantMutex<R, G, T>` fed to lockdep.
+//!
+//! Only a thread's *outermost* acquisition is a lockdep acquisition: re-locking a re-entrant
+//! mutex the thread already owns cannot block, so it is neither validated nor pushed on the
+//! held stack (the guard of such a nested lock tracks nothing). If the outermost guard is
+//! dropped before a nested one, lockdep stops seeing the mutex as held while the nested
+//! guard lives: no false report, but dependencies from it are missed.
+//!
+//! The raw side is lock_api's: its re-entrant raw mutex (owner and count over `R`) has no
+//! public constructor from parts, so the lock wraps the whole `lock_api::ReentrantMutex` and
+//! takes and releases levels through its methods (`lock` then `mem::forget` of lock_api's
+//! guard, `force_unlock`), which compile to the raw calls.
+
+use std::marker::PhantomData;
+use std::mem::{forget, ManuallyDrop};
+#[cfg(feature = "arc_lock")]
+use std::sync::Arc;
+
+use lock_api::{GetThreadId, GuardNoSend, RawMutex, RawMutexFair, RawMutexTimed};
+use lockdep::{LockMap, Mode};
+
+use super::{acquisitions, here, lock_surface, mapped_guard, projections, timed, tried, Tracked};
+use crate::dep::{Dep, DepRef, Held, Track};
+
+/// The lock_api re-entrant mutex this type wraps.
+type Inner<R, G, T> = lock_api::ReentrantMutex<R, G, T>;
+
+/// Whether a lock_api guard came back (a level was taken); the level is kept, the guard
+/// forgotten.
+#[inline(always)]
+fn took<Guard>(guard: Option<Guard>) -> bool {
+    guard.map(forget).is_some()
+}
+
+/// A mutex the owning thread may lock again, over the raw mutex `R` and the thread id `G`,
+/// with the API of `lock_api::ReentrantMutex<R, G, T>`; guards give `&T` only. Class rules
+/// as for [`Mutex`](super::Mutex); only the outermost acquisition of a thread is validated
+/// and tracked (see the module docs).
+///
+/// Size: `lock_api::ReentrantMutex<R, G, T>` plus a [`LockMap`] with `validate`, exactly
+/// that without it.
+pub struct ReentrantMutex<R, G, T: ?Sized> {
+    dep: Dep,
+    inner: Inner<R, G, T>,
+}
+
+lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock);
+
+impl<R, G, T> ReentrantMutex<R, G, T> {
+    super::const_unless_validating! {
+        /// A new unlocked mutex over `raw_mutex` and `get_thread_id`
+        /// (`lock_api::ReentrantMutex::from_raw`); class as for [`new`](Self::new).
+        #[inline]
+        #[track_caller]
+        pub fn from_raw(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
+            ReentrantMutex {
+                dep: Dep::of_type::<T>("ReentrantMutex"),
+                inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
+            }
+        }
+
+        /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
+        #[inline]
+        #[track_caller]
+        pub fn const_new(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
+            ReentrantMutex {
+                dep: Dep::of_type::<T>("ReentrantMutex"),
+                inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
+            }
+        }
+    }
+}
+
+impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
+    /// A blocking acquisition: validated (and tracked) only if it is the thread's outermost.
+    #[inline]
+    #[track_caller]
+    fn blocking_track(
+        &self,
+        mode: Mode,
+        subclass: u8,
+        nest: Option<&LockMap>,
+        lock: impl FnOnce(&Inner<R, G, T>),
+    ) -> Track {
+        let track = if self.inner.is_owned_by_current_thread() {
+            Track::NONE
+        } else {
+            self.dep.acquire(mode, subclass, nest, here())
+        };
+        lock(&self.inner);
+        track
+    }
+
+    #[inline]
+    #[track_caller]
+    fn tried_guard<Guard: Tracked>(
+        &self,
+        mode: Mode,
+        try_lock: impl FnOnce(&Inner<R, G, T>) -> bool,
+        make: impl FnOnce(Track) -> Guard,
+    ) -> Option<Guard> {
+        let nested = self.inner.is_owned_by_current_thread();
+        let locked = try_lock(&self.inner);
+        if nested {
+            locked.then(|| make(Track::NONE))
+        } else {
+            tried(locked, &self.dep, mode, here(), make)
+        }
+    }
+
+    #[inline]
+    #[track_caller]
+    fn timed_track(
+        &self,
+        mode: Mode,
+        try_lock: impl FnOnce(&Inner<R, G, T>) -> bool,
+    ) -> Option<Track> {
+        if self.inner.is_owned_by_current_thread() {
+            try_lock(&self.inner).then_some(Track::NONE)
+        } else {
+            timed(&self.dep, mode, here(), || try_lock(&self.inner))
+        }
+    }
+
+    /// Releases one level with `unlock` (the guards' drop, `force_unlock`): lockdep hears of
+    /// it first if `track` is held, or, for a level without a track, if it was the thread's
+    /// last one and this thread's stack still holds the mutex (the entry of a forgotten
+    /// outermost guard).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread must hold a level that no live guard owns (any more), and `unlock`
+    /// must release one level.
+    #[inline]
+    unsafe fn release_level(
+        &self,
+        mut track: Track,
+        site: crate::dep::Site,
+        unlock: impl FnOnce(&Inner<R, G, T>),
+    ) {
+        let outermost = track.is_held();
+        track.release(&self.dep, site);
+        unlock(&self.inner);
+        if !outermost && !self.inner.is_owned_by_current_thread() {
+            self.dep.force_release(site);
+        }
+    }
+
+    acquisitions! {
+        /// Locks, blocking unless this thread already owns the mutex. The outermost lock is
+        /// validated before it can block.
+        blocking plain lock() -> ReentrantMutexGuard<'_, R, G, T>
+            = Mode::Exclusive, |m| forget(m.lock());
+        /// Tries to lock without blocking; an outermost success is recorded as a trylock.
+        try plain try_lock() -> ReentrantMutexGuard<'_, R, G, T>
+            = Mode::Exclusive, |m| took(m.try_lock());
+        /// [`lock`](Self::lock) through an `Arc`.
+        blocking arc lock_arc() -> ArcReentrantMutexGuard<R, G, T>
+            = Mode::Exclusive, |m| forget(m.lock());
+        /// [`try_lock`](Self::try_lock) through an `Arc`.
+        try arc try_lock_arc() -> ArcReentrantMutexGuard<R, G, T>
+            = Mode::Exclusive, |m| took(m.try_lock());
+    }
+
+    /// Locks as subclass `subclass` of the class (for the outermost acquisition; the
+    /// kernel's `mutex_lock_nested()`).
+    #[inline]
+    #[track_caller]
+    pub fn lock_nested(&self, subclass: u8) -> ReentrantMutexGuard<'_, R, G, T> {
+        let track = self.blocking_track(Mode::Exclusive, subclass, None, |m| forget(m.lock()));
+        ReentrantMutexGuard::new(self, track)
+    }
+
+    /// Makes a guard for a level the caller holds without a guard (lock_api's
+    /// `make_guard_unchecked`); the guard tracks nothing (its drop releases the lockdep entry
+    /// only if it unlocks the thread's last level, see [`force_unlock`](Self::force_unlock)).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread must hold a level of the mutex that no other guard owns.
+    #[inline]
+    pub unsafe fn make_guard_unchecked(&self) -> ReentrantMutexGuard<'_, R, G, T> {
+        ReentrantMutexGuard::new(self, Track::NONE)
+    }
+
+    /// [`make_guard_unchecked`](Self::make_guard_unchecked) through an `Arc`.
+    ///
+    /// # Safety
+    ///
+    /// As for `make_guard_unchecked`.
+    #[cfg(feature = "arc_lock")]
+    #[inline]
+    pub unsafe fn make_arc_guard_unchecked(self: &Arc<Self>) -> ArcReentrantMutexGuard<R, G, T> {
+        ArcReentrantMutexGuard::new(Arc::clone(self), Track::NONE)
+    }
+
+    /// Whether any thread holds the mutex (a snapshot).
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.inner.is_locked()
+    }
+
+    /// Whether the calling thread holds the mutex (lock_api's own owner record).
+    #[inline]
+    pub fn is_owned_by_current_thread(&self) -> bool {
+        self.inner.is_owned_by_current_thread()
+    }
+
+    /// Releases one level without a guard (after `mem::forget` of one); if it was the
+    /// thread's last level, this thread's held-lock entry of the mutex goes too.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread must hold a level that no live guard owns.
+    #[inline]
+    #[track_caller]
+    pub unsafe fn force_unlock(&self) {
+        // SAFETY: the caller's contract is `release_level`'s; lock_api's `force_unlock`
+        // releases one level (the caller owns one).
+        unsafe { self.release_level(Track::NONE, here(), |m| m.force_unlock()) }
+    }
+
+    /// The raw mutex under the re-entrancy count. Locking or unlocking it is not seen by
+    /// lockdep.
+    ///
+    /// # Safety
+    ///
+    /// As `lock_api::ReentrantMutex::raw`.
+    #[inline]
+    pub unsafe fn raw(&self) -> &R {
+        // SAFETY: the caller takes over lock_api's contract.
+        unsafe { self.inner.raw() }
+    }
+}
+
+impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
+    /// [`force_unlock`](Self::force_unlock) with a fair hand-off to a waiting thread when
+    /// the last level goes.
+    ///
+    /// # Safety
+    ///
+    /// As for `force_unlock`.
+    #[inline]
+    #[track_caller]
+    pub unsafe fn force_unlock_fair(&self) {
+        // SAFETY: as in `force_unlock`.
+        unsafe { self.release_level(Track::NONE, here(), |m| m.force_unlock_fair()) }
+    }
+}
+
+impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
+    acquisitions! {
+        /// Tries to lock for at most `timeout` (an outermost lock is validated before it
+        /// waits; a timeout is recorded as a release).
+        timed plain try_lock_for(timeout: R::Duration) -> ReentrantMutexGuard<'_, R, G, T>
+            = Mode::Exclusive, |m| took(m.try_lock_for(timeout));
+        /// Tries to lock until the instant `timeout`.
+        timed plain try_lock_until(timeout: R::Instant) -> ReentrantMutexGuard<'_, R, G, T>
+            = Mode::Exclusive, |m| took(m.try_lock_until(timeout));
+        /// [`try_lock_for`](Self::try_lock_for) through an `Arc`.
+        timed arc try_lock_arc_for(timeout: R::Duration) -> ArcReentrantMutexGuard<R, G, T>
+            = Mode::Exclusive, |m| took(m.try_lock_for(timeout));
+        /// [`try_lock_until`](Self::try_lock_until) through an `Arc`.
+        timed arc try_lock_arc_until(timeout: R::Instant) -> ArcReentrantMutexGuard<R, G, T>
+            = Mode::Exclusive, |m| took(m.try_lock_until(timeout));
+    }
+}
+
+/// Holds a level of a [`ReentrantMutex`]; never `Send` (the mutex belongs to the thread
+/// that took it, as in lock_api). Only the outermost guard of a thread is on lockdep's held
+/// stack.
+#[must_use = "if unused the ReentrantMutex will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct ReentrantMutexGuard<'a, R: RawMutex, G: GetThreadId, T: ?Sized> {
+    lock: &'a ReentrantMutex<R, G, T>,
+    track: Track,
+    marker: PhantomData<(&'a T, GuardNoSend)>,
+}
+
+// SAFETY: sharing `&Guard` shares only `&T`, `&R` and `&G` (as lock_api's guard).
+unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Sync> Sync
+    for ReentrantMutexGuard<'_, R, G, T>
+{
+}
+
+/// A [`ReentrantMutexGuard`] through an `Arc` ([`ReentrantMutex::lock_arc`]).
+#[cfg(feature = "arc_lock")]
+#[must_use = "if unused the ReentrantMutex will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct ArcReentrantMutexGuard<R: RawMutex, G: GetThreadId, T: ?Sized> {
+    lock: Arc<ReentrantMutex<R, G, T>>,
+    track: Track,
+    marker: PhantomData<GuardNoSend>,
+}
+
+/// What the plain and `Arc` guards share.
+macro_rules! guard_common {
+    ($Guard:ident [$($lt:lifetime)?] $Lock:ty) => {
+        impl<$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized> $Guard<$($lt,)? R, G, T> {
+            #[inline]
+            fn new(lock: $Lock, track: Track) -> Self {
+                $Guard {
+                    lock,
+                    track,
+                    marker: PhantomData,
+                }
+            }
+
+            /// The lock pointer and the track, with the guard gone but the level still held.
+            #[inline]
+            fn take(s: Self) -> ($Lock, Track) {
+                let s = ManuallyDrop::new(s);
+                // SAFETY: `s` is never dropped, so its lock pointer moves out exactly once.
+                (unsafe { std::ptr::read(&s.lock) }, s.track)
+            }
+
+            /// Releases this guard's level, runs `f`, and takes the level again (validated
+            /// before it can block if this guard is the outermost one).
+            #[inline]
+            #[track_caller]
+            pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+                let lock = &*s.lock;
+                super::unlocked(
+                    &mut s.track,
+                    &lock.dep,
+                    here(),
+                    // SAFETY: the guard owns a level; `unlocked` takes it again before the
+                    // guard can be used or dropped.
+                    || unsafe { lock.inner.force_unlock() },
+                    || forget(lock.inner.lock()),
+                    f,
+                )
+            }
+        }
+
+        impl<$($lt,)? R: RawMutexFair, G: GetThreadId, T: ?Sized> $Guard<$($lt,)? R, G, T> {
+            /// Releases the level with a fair hand-off (if it is the last one).
+            #[inline]
+            #[track_caller]
+            pub fn unlock_fair(s: Self) {
+                let (lock, track) = $Guard::take(s);
+                // SAFETY: the guard owned a level.
+                unsafe { lock.release_level(track, here(), |m| m.force_unlock_fair()) };
+            }
+
+            /// [`unlocked`](Self::unlocked) with a fair unlock.
+            #[inline]
+            #[track_caller]
+            pub fn unlocked_fair<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+                let lock = &*s.lock;
+                super::unlocked(
+                    &mut s.track,
+                    &lock.dep,
+                    here(),
+                    // SAFETY: as in `unlocked`.
+                    || unsafe { lock.inner.force_unlock_fair() },
+                    || forget(lock.inner.lock()),
+                    f,
+                )
+            }
+
+            /// Lets a waiting thread take the mutex if this is the thread's only level, and
+            /// takes it again. Lockdep sees a release and a re-lock of an outermost guard.
+            #[inline]
+            #[track_caller]
+            pub fn bump(s: &mut Self) {
+                s.track.relock(&s.lock.dep, here());
+                // SAFETY: the guard owns a level; lock_api's guard made for it is bumped and
+                // forgotten, so the level stays this guard's.
+                let mut level = ManuallyDrop::new(unsafe { s.lock.inner.make_guard_unchecked() });
+                lock_api::ReentrantMutexGuard::bump(&mut level);
+            }
+        }
+
+        impl<$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized> Drop for $Guard<$($lt,)? R, G, T> {
+            #[inline]
+            fn drop(&mut self) {
+                let track = std::mem::replace(&mut self.track, Track::NONE);
+                // SAFETY: the guard owns a level and is being dropped.
+                unsafe {
+                    self.lock
+                        .release_level(track, crate::dep::drop_site(), |m| m.force_unlock())
+                }
+            }
+        }
+
+        impl<$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized> Tracked for $Guard<$($lt,)? R, G, T> {
+            fn track_mut(&mut self) -> &mut Track {
+                &mut self.track
+            }
+        }
+
+        super::guard_impls! {
+            impl[$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized] $Guard<$($lt,)? R, G, T>;
+            data: |s| s.lock.data_ptr();
+            map: |s| s.lock.dep.map();
+        }
+    };
+}
+
+guard_common!(ReentrantMutexGuard ['a] &'a ReentrantMutex<R, G, T>);
+#[cfg(feature = "arc_lock")]
+guard_common!(ArcReentrantMutexGuard [] Arc<ReentrantMutex<R, G, T>>);
+super::guard_stable!(impl['a, R: RawMutex, G: GetThreadId, T: ?Sized] ReentrantMutexGuard<'a, R, G, T>;);
+
+impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutexGuard<'a, R, G, T> {
+    /// The mutex this guard holds a level of.
+    #[inline]
+    pub fn remutex(s: &Self) -> &'a ReentrantMutex<R, G, T> {
+        s.lock
+    }
+
+    /// Splits the guard for a projection into the mutex, lockdep's release and lock_api's.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn split(
+        s: Self,
+    ) -> (
+        &'a ReentrantMutex<R, G, T>,
+        Held<'a>,
+        lock_api::ReentrantMutexGuard<'a, R, G, T>,
+    ) {
+        let (lock, track) = ReentrantMutexGuard::take(s);
+        let held = Held::new(DepRef::from(&lock.dep), track);
+        // SAFETY: the guard owned a level; the lock_api guard owns it now.
+        (lock, held, unsafe { lock.inner.make_guard_unchecked() })
+    }
+
+    /// The inverse of [`split`](Self::split).
+    #[inline]
+    fn join(
+        lock: &'a ReentrantMutex<R, G, T>,
+        held: Held<'a>,
+        raw: lock_api::ReentrantMutexGuard<'a, R, G, T>,
+    ) -> Self {
+        forget(raw);
+        ReentrantMutexGuard::new(lock, held.into_track())
+    }
+
+    projections!(MappedReentrantMutexGuard<R, G>, ReentrantMutexGuard, [], try_map_or_err);
+}
+
+#[cfg(feature = "arc_lock")]
+impl<R: RawMutex, G: GetThreadId, T: ?Sized> ArcReentrantMutexGuard<R, G, T> {
+    /// The `Arc` of the mutex this guard holds a level of.
+    #[inline]
+    pub fn remutex(s: &Self) -> &Arc<ReentrantMutex<R, G, T>> {
+        &s.lock
+    }
+
+    /// Releases the level and returns the `Arc` the guard held.
+    #[inline]
+    #[track_caller]
+    pub fn into_arc(s: Self) -> Arc<ReentrantMutex<R, G, T>> {
+        let (lock, track) = ArcReentrantMutexGuard::take(s);
+        // SAFETY: the guard owned a level.
+        unsafe { lock.release_level(track, here(), |m| m.force_unlock()) };
+        lock
+    }
+}
+
+#[cfg(feature = "arc_lock")]
+impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> ArcReentrantMutexGuard<R, G, T> {
+    /// [`into_arc`](Self::into_arc) with a fair unlock.
+    #[inline]
+    #[track_caller]
+    pub fn into_arc_fair(s: Self) -> Arc<ReentrantMutex<R, G, T>> {
+        let (lock, track) = ArcReentrantMutexGuard::take(s);
+        // SAFETY: the guard owned a level.
+        unsafe { lock.release_level(track, here(), |m| m.force_unlock_fair()) };
+        lock
+    }
+}
+
+mapped_guard! {
+    /// A [`ReentrantMutexGuard`] projected by [`ReentrantMutexGuard::map`]; never `Send`.
+    #[must_use = "if unused the ReentrantMutex will immediately unlock"]
+    MappedReentrantMutexGuard<R: RawMutex, G: GetThreadId>, MappedReentrantMutexGuard,
+    fair<R: RawMutexFair, G: GetThreadId>, []
+}
+
+impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MappedReentrantMutexGuard<'a, R, G, T> {
+    projections!(MappedReentrantMutexGuard<R, G>, MappedReentrantMutexGuard, [], try_map_or_err);
+}

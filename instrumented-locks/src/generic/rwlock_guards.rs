@@ -1,0 +1,557 @@
+//! The guards of [`RwLock`]: read, write and upgradable, each borrowing the lock or (feature
+//! `arc_lock`) owning an `Arc` of it, and the mapped read and write guards.
+//!
+//! Every guard tells lockdep about a release before the real unlock, is `!Send` unless the
+//! crate's `send_guard` feature is on, and is two words (the lock and its track) except the
+//! mapped ones (lock_api's mapped guard, the lock map, the track).
+
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+#[cfg(feature = "arc_lock")]
+use std::sync::Arc;
+
+use lock_api::{
+    RawRwLock, RawRwLockDowngrade, RawRwLockFair, RawRwLockUpgrade, RawRwLockUpgradeDowngrade,
+    RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
+};
+use lockdep::Mode;
+
+use super::{here, mapped_guard, projections, Defer, RwLock, Tracked};
+use crate::dep::{DepRef, GuardMarker, Held, Track, UPGRADABLE};
+
+/// Shared access to an [`RwLock`] (from `read`, `read_recursive`, a downgrade, ...).
+#[must_use = "if unused the RwLock will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct RwLockReadGuard<'a, R: RawRwLock, T: ?Sized> {
+    lock: &'a RwLock<R, T>,
+    track: Track,
+    marker: PhantomData<(&'a T, GuardMarker, R::GuardMarker)>,
+}
+
+/// Exclusive access to an [`RwLock`].
+#[must_use = "if unused the RwLock will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct RwLockWriteGuard<'a, R: RawRwLock, T: ?Sized> {
+    lock: &'a RwLock<R, T>,
+    track: Track,
+    marker: PhantomData<(&'a mut T, GuardMarker, R::GuardMarker)>,
+}
+
+/// Upgradable shared access to an [`RwLock`] (lockdep `Read`; see [`RwLock`]).
+#[must_use = "if unused the RwLock will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct RwLockUpgradableReadGuard<'a, R: RawRwLockUpgrade, T: ?Sized> {
+    lock: &'a RwLock<R, T>,
+    track: Track,
+    marker: PhantomData<(&'a T, GuardMarker, R::GuardMarker)>,
+}
+
+// SAFETY: sharing `&Guard` shares only `&T` and `&R` (as lock_api's guards).
+unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for RwLockReadGuard<'_, R, T> {}
+// SAFETY: as above.
+unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, R, T> {}
+// SAFETY: as above; lock_api asks only `T: Sync` of an upgradable guard.
+unsafe impl<R: RawRwLockUpgrade, T: ?Sized + Sync> Sync for RwLockUpgradableReadGuard<'_, R, T> {}
+
+/// A read guard through an `Arc` ([`RwLock::read_arc`]): no lifetime.
+#[cfg(feature = "arc_lock")]
+#[must_use = "if unused the RwLock will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct ArcRwLockReadGuard<R: RawRwLock, T: ?Sized> {
+    lock: Arc<RwLock<R, T>>,
+    track: Track,
+    marker: PhantomData<(GuardMarker, R::GuardMarker)>,
+}
+
+/// A write guard through an `Arc` ([`RwLock::write_arc`]): no lifetime.
+#[cfg(feature = "arc_lock")]
+#[must_use = "if unused the RwLock will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct ArcRwLockWriteGuard<R: RawRwLock, T: ?Sized> {
+    lock: Arc<RwLock<R, T>>,
+    track: Track,
+    marker: PhantomData<(GuardMarker, R::GuardMarker)>,
+}
+
+/// An upgradable read guard through an `Arc` ([`RwLock::upgradable_read_arc`]).
+#[cfg(feature = "arc_lock")]
+#[must_use = "if unused the RwLock will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct ArcRwLockUpgradableReadGuard<R: RawRwLockUpgrade, T: ?Sized> {
+    lock: Arc<RwLock<R, T>>,
+    track: Track,
+    marker: PhantomData<(GuardMarker, R::GuardMarker)>,
+}
+
+/// What every plain and `Arc` guard of one mode shares: construction, drop, `unlocked`, and
+/// (under `$Fair`) the fair unlocks and `bump`. `$unlock`, `$unlock_fair`, `$relock` and
+/// `$bump` are the raw lock's calls for the mode.
+macro_rules! rw_guard {
+    (
+        $Guard:ident [$($lt:lifetime)?] $Lock:ty; $Raw:ident, $Fair:ident;
+        $unlock:ident, $unlock_fair:ident, $relock:ident, $bump:ident
+    ) => {
+        impl<$($lt,)? R: $Raw, T: ?Sized> $Guard<$($lt,)? R, T> {
+            #[inline]
+            pub(super) fn new(lock: $Lock, track: Track) -> Self {
+                $Guard {
+                    lock,
+                    track,
+                    marker: PhantomData,
+                }
+            }
+
+            /// The lock pointer and the track, with the guard gone but the lock still held.
+            #[inline]
+            fn take(s: Self) -> ($Lock, Track) {
+                let s = ManuallyDrop::new(s);
+                // SAFETY: `s` is never dropped, so its lock pointer moves out exactly once.
+                (unsafe { std::ptr::read(&s.lock) }, s.track)
+            }
+
+            /// Unlocks, runs `f`, and locks again in the same mode (lock_api's `unlocked`);
+            /// the re-lock is validated before it can block, with the locks held then.
+            #[inline]
+            #[track_caller]
+            pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+                let lock = &*s.lock;
+                super::unlocked(
+                    &mut s.track,
+                    &lock.dep,
+                    here(),
+                    // SAFETY: the guard holds the lock in this mode; `unlocked` re-locks it
+                    // before the guard can be used or dropped.
+                    || unsafe { lock.raw_rwlock().$unlock() },
+                    || lock.raw_rwlock().$relock(),
+                    f,
+                )
+            }
+        }
+
+        impl<$($lt,)? R: $Fair, T: ?Sized> $Guard<$($lt,)? R, T> {
+            /// Unlocks with a fair hand-off to waiting threads.
+            #[inline]
+            #[track_caller]
+            pub fn unlock_fair(s: Self) {
+                let (lock, mut track) = $Guard::take(s);
+                track.release(&lock.dep, here());
+                // SAFETY: the guard held the lock in this mode.
+                unsafe { lock.raw_rwlock().$unlock_fair() };
+            }
+
+            /// [`unlocked`](Self::unlocked) with a fair unlock.
+            #[inline]
+            #[track_caller]
+            pub fn unlocked_fair<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+                let lock = &*s.lock;
+                super::unlocked(
+                    &mut s.track,
+                    &lock.dep,
+                    here(),
+                    // SAFETY: as in `unlocked`.
+                    || unsafe { lock.raw_rwlock().$unlock_fair() },
+                    || lock.raw_rwlock().$relock(),
+                    f,
+                )
+            }
+
+            /// Lets waiting threads take the lock, if there are any, and takes it again in the
+            /// same mode. Lockdep sees a release and a re-lock, validated before it can block.
+            #[inline]
+            #[track_caller]
+            pub fn bump(s: &mut Self) {
+                s.track.relock(&s.lock.dep, here());
+                // SAFETY: the guard holds the lock in this mode; the raw bump returns with it
+                // held again.
+                unsafe { s.lock.raw_rwlock().$bump() }
+            }
+        }
+
+        impl<$($lt,)? R: $Raw, T: ?Sized> Drop for $Guard<$($lt,)? R, T> {
+            #[inline]
+            fn drop(&mut self) {
+                // Lockdep first, then the real unlock.
+                self.track.release_on_drop(&self.lock.dep);
+                // SAFETY: the guard holds the lock in this mode.
+                unsafe { self.lock.raw_rwlock().$unlock() }
+            }
+        }
+
+        impl<$($lt,)? R: $Raw, T: ?Sized> Tracked for $Guard<$($lt,)? R, T> {
+            fn track_mut(&mut self) -> &mut Track {
+                &mut self.track
+            }
+        }
+
+        super::guard_impls! {
+            impl[$($lt,)? R: $Raw, T: ?Sized] $Guard<$($lt,)? R, T>;
+            data: |s| s.lock.data_ptr();
+            map: |s| s.lock.dep.map();
+        }
+    };
+}
+
+rw_guard!(RwLockReadGuard ['a] &'a RwLock<R, T>; RawRwLock, RawRwLockFair;
+    unlock_shared, unlock_shared_fair, lock_shared, bump_shared);
+rw_guard!(RwLockWriteGuard ['a] &'a RwLock<R, T>; RawRwLock, RawRwLockFair;
+    unlock_exclusive, unlock_exclusive_fair, lock_exclusive, bump_exclusive);
+rw_guard!(RwLockUpgradableReadGuard ['a] &'a RwLock<R, T>; RawRwLockUpgrade, RawRwLockUpgradeFair;
+    unlock_upgradable, unlock_upgradable_fair, lock_upgradable, bump_upgradable);
+#[cfg(feature = "arc_lock")]
+rw_guard!(ArcRwLockReadGuard [] Arc<RwLock<R, T>>; RawRwLock, RawRwLockFair;
+    unlock_shared, unlock_shared_fair, lock_shared, bump_shared);
+#[cfg(feature = "arc_lock")]
+rw_guard!(ArcRwLockWriteGuard [] Arc<RwLock<R, T>>; RawRwLock, RawRwLockFair;
+    unlock_exclusive, unlock_exclusive_fair, lock_exclusive, bump_exclusive);
+#[cfg(feature = "arc_lock")]
+rw_guard!(ArcRwLockUpgradableReadGuard [] Arc<RwLock<R, T>>; RawRwLockUpgrade, RawRwLockUpgradeFair;
+    unlock_upgradable, unlock_upgradable_fair, lock_upgradable, bump_upgradable);
+
+super::guard_mut! {
+    impl['a, R: RawRwLock, T: ?Sized] RwLockWriteGuard<'a, R, T>;
+    data: |s| s.lock.data_ptr();
+}
+#[cfg(feature = "arc_lock")]
+super::guard_mut! {
+    impl[R: RawRwLock, T: ?Sized] ArcRwLockWriteGuard<R, T>;
+    data: |s| s.lock.data_ptr();
+}
+super::guard_stable!(impl['a, R: RawRwLock, T: ?Sized] RwLockReadGuard<'a, R, T>;);
+super::guard_stable!(impl['a, R: RawRwLock, T: ?Sized] RwLockWriteGuard<'a, R, T>;);
+super::guard_stable!(impl['a, R: RawRwLockUpgrade, T: ?Sized] RwLockUpgradableReadGuard<'a, R, T>;);
+
+/// A plain guard's `rwlock()` and, for read and write guards, their projections onto a
+/// mapped guard `$Mapped` (through lock_api's guard `$Api`, made by `$make`).
+macro_rules! plain_guard {
+    ($Guard:ident: $Raw:ident) => {
+        impl<'a, R: $Raw, T: ?Sized> $Guard<'a, R, T> {
+            /// The lock this guard holds.
+            #[inline]
+            pub fn rwlock(s: &Self) -> &'a RwLock<R, T> {
+                s.lock
+            }
+        }
+    };
+    ($Guard:ident: $Raw:ident => $Mapped:ident, $Api:ident, $make:ident, [$($mut:tt)?], $or_err:ident) => {
+        plain_guard!($Guard: $Raw);
+
+        impl<'a, R: $Raw, T: ?Sized> $Guard<'a, R, T> {
+            /// Splits the guard for a projection into the lock, lockdep's release (a
+            /// [`Held`]) and the raw release (a lock_api guard).
+            #[inline]
+            fn split(s: Self) -> (&'a RwLock<R, T>, Held<'a>, lock_api::$Api<'a, R, T>) {
+                let (lock, track) = $Guard::take(s);
+                let held = Held::new(DepRef::from(&lock.dep), track);
+                // SAFETY: the guard held the lock in this mode; the lock_api guard owns that
+                // holding now.
+                (lock, held, unsafe { lock.inner.$make() })
+            }
+
+            /// The inverse of [`split`](Self::split), for a projection that declined.
+            #[inline]
+            fn join(lock: &'a RwLock<R, T>, held: Held<'a>, raw: lock_api::$Api<'a, R, T>) -> Self {
+                std::mem::forget(raw);
+                $Guard::new(lock, held.into_track())
+            }
+
+            projections!($Mapped<R>, $Api, [$($mut)?], $or_err);
+        }
+    };
+}
+
+plain_guard!(RwLockReadGuard: RawRwLock
+    => MappedRwLockReadGuard, RwLockReadGuard, make_read_guard_unchecked, [], try_map_or_err);
+plain_guard!(RwLockWriteGuard: RawRwLock
+    => MappedRwLockWriteGuard, RwLockWriteGuard, make_write_guard_unchecked, [mut], try_map_or_err);
+plain_guard!(RwLockUpgradableReadGuard: RawRwLockUpgrade);
+
+/// An `Arc` guard's `rwlock()`, `into_arc` and `into_arc_fair`.
+#[cfg(feature = "arc_lock")]
+macro_rules! arc_guard {
+    ($Guard:ident: $Raw:ident, $Fair:ident; $unlock:ident, $unlock_fair:ident) => {
+        impl<R: $Raw, T: ?Sized> $Guard<R, T> {
+            /// The `Arc` of the lock this guard holds.
+            #[inline]
+            pub fn rwlock(s: &Self) -> &Arc<RwLock<R, T>> {
+                &s.lock
+            }
+
+            /// Unlocks and returns the `Arc` the guard held.
+            #[inline]
+            #[track_caller]
+            pub fn into_arc(s: Self) -> Arc<RwLock<R, T>> {
+                let (lock, mut track) = $Guard::take(s);
+                track.release(&lock.dep, here());
+                // SAFETY: the guard held the lock in this mode.
+                unsafe { lock.raw_rwlock().$unlock() };
+                lock
+            }
+        }
+
+        impl<R: $Fair, T: ?Sized> $Guard<R, T> {
+            /// [`into_arc`](Self::into_arc) with a fair unlock.
+            #[inline]
+            #[track_caller]
+            pub fn into_arc_fair(s: Self) -> Arc<RwLock<R, T>> {
+                let (lock, mut track) = $Guard::take(s);
+                track.release(&lock.dep, here());
+                // SAFETY: the guard held the lock in this mode.
+                unsafe { lock.raw_rwlock().$unlock_fair() };
+                lock
+            }
+        }
+    };
+}
+
+#[cfg(feature = "arc_lock")]
+arc_guard!(ArcRwLockReadGuard: RawRwLock, RawRwLockFair; unlock_shared, unlock_shared_fair);
+#[cfg(feature = "arc_lock")]
+arc_guard!(ArcRwLockWriteGuard: RawRwLock, RawRwLockFair; unlock_exclusive, unlock_exclusive_fair);
+#[cfg(feature = "arc_lock")]
+arc_guard!(ArcRwLockUpgradableReadGuard: RawRwLockUpgrade, RawRwLockUpgradeFair;
+    unlock_upgradable, unlock_upgradable_fair);
+
+/// A write guard's downgrades, to the read guard `$Read` and the upgradable guard `$Upg` of
+/// the same flavour (plain or `Arc`). The raw downgrade happens first; the new guard then
+/// owns the lock when lockdep changes the entry's mode in place (a downgrade cannot wait).
+macro_rules! write_ops {
+    ($Guard:ident [$($lt:lifetime)?] => $Read:ident, $Upg:ident) => {
+        impl<$($lt,)? R: RawRwLockDowngrade, T: ?Sized> $Guard<$($lt,)? R, T> {
+            /// Atomically turns the write lock into a read lock (lockdep: the entry becomes
+            /// `Read` in place, the kernel's `lock_downgrade()`).
+            #[inline]
+            pub fn downgrade(s: Self) -> $Read<$($lt,)? R, T> {
+                // SAFETY: the guard holds the lock exclusively; the read guard owns the
+                // shared holding the downgrade leaves.
+                unsafe { s.lock.raw_rwlock().downgrade() };
+                let (lock, track) = $Guard::take(s);
+                let mut read = $Read::new(lock, track);
+                read.track.set_mode(&read.lock.dep, Mode::Read);
+                read
+            }
+        }
+
+        impl<$($lt,)? R: RawRwLockUpgradeDowngrade, T: ?Sized> $Guard<$($lt,)? R, T> {
+            /// Atomically turns the write lock into an upgradable read lock.
+            #[inline]
+            pub fn downgrade_to_upgradable(s: Self) -> $Upg<$($lt,)? R, T> {
+                // SAFETY: as in `downgrade`, for the upgradable holding.
+                unsafe { s.lock.raw_rwlock().downgrade_to_upgradable() };
+                let (lock, track) = $Guard::take(s);
+                let mut upgradable = $Upg::new(lock, track);
+                upgradable.track.set_mode(&upgradable.lock.dep, UPGRADABLE);
+                upgradable
+            }
+        }
+    };
+}
+
+write_ops!(RwLockWriteGuard ['a] => RwLockReadGuard, RwLockUpgradableReadGuard);
+#[cfg(feature = "arc_lock")]
+write_ops!(ArcRwLockWriteGuard [] => ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard);
+
+/// An upgradable guard's upgrades and downgrade, to the write guard `$Write` and the read
+/// guard `$Read` of the same flavour. A blocking upgrade is validated (`Track::upgrade`)
+/// while the upgradable guard still owns the lock, before it can block; a timed one that
+/// gives up is the upgradable read again.
+macro_rules! upgradable_ops {
+    ($Guard:ident [$($lt:lifetime)?] => $Write:ident, $Read:ident) => {
+        impl<$($lt,)? R: RawRwLockUpgrade, T: ?Sized> $Guard<$($lt,)? R, T> {
+            /// Upgrades to a write lock, waiting for the readers to leave. Validated as a
+            /// blocking exclusive acquisition before it waits.
+            #[inline]
+            #[track_caller]
+            pub fn upgrade(mut s: Self) -> $Write<$($lt,)? R, T> {
+                s.track.upgrade(&s.lock.dep, here());
+                // SAFETY: the guard holds the lock upgradable; the write guard owns the
+                // exclusive holding the upgrade gives.
+                unsafe { s.lock.raw_rwlock().upgrade() };
+                let (lock, track) = $Guard::take(s);
+                $Write::new(lock, track)
+            }
+
+            /// Upgrades without waiting; on failure the upgradable guard comes back.
+            #[inline]
+            pub fn try_upgrade(s: Self) -> Result<$Write<$($lt,)? R, T>, Self> {
+                // SAFETY: the guard holds the lock upgradable.
+                if !unsafe { s.lock.raw_rwlock().try_upgrade() } {
+                    return Err(s);
+                }
+                let (lock, track) = $Guard::take(s);
+                let mut write = $Write::new(lock, track);
+                write.track.set_mode(&write.lock.dep, Mode::Exclusive);
+                Ok(write)
+            }
+        }
+
+        impl<$($lt,)? R: RawRwLockUpgradeDowngrade, T: ?Sized> $Guard<$($lt,)? R, T> {
+            /// Turns the upgradable read into a plain read lock (cannot wait).
+            #[inline]
+            pub fn downgrade(s: Self) -> $Read<$($lt,)? R, T> {
+                // SAFETY: the guard holds the lock upgradable; the read guard owns the shared
+                // holding the downgrade leaves.
+                unsafe { s.lock.raw_rwlock().downgrade_upgradable() };
+                let (lock, track) = $Guard::take(s);
+                let mut read = $Read::new(lock, track);
+                read.track.set_mode(&read.lock.dep, Mode::Read);
+                read
+            }
+
+            /// Upgrades to a write lock (validated before it blocks, like
+            /// [`upgrade`](Self::upgrade)), runs `f` on the data, and downgrades back to an
+            /// upgradable read, also if `f` panics.
+            #[inline]
+            #[track_caller]
+            pub fn with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
+                self.track.upgrade(&self.lock.dep, here());
+                // SAFETY: the guard holds the lock upgradable.
+                unsafe { self.lock.raw_rwlock().upgrade() };
+                self.upgraded(f)
+            }
+
+            /// [`with_upgraded`](Self::with_upgraded) without waiting: `None`, and no change,
+            /// if the lock cannot be upgraded now.
+            #[inline]
+            pub fn try_with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Option<Ret> {
+                // SAFETY: the guard holds the lock upgradable.
+                if !unsafe { self.lock.raw_rwlock().try_upgrade() } {
+                    return None;
+                }
+                // Cannot report: the entry is held (a mode change reports only a lock that is
+                // not), so nothing can unwind between the raw upgrade and the downgrade guard.
+                self.track.set_mode(&self.lock.dep, Mode::Exclusive);
+                Some(self.upgraded(f))
+            }
+
+            /// Runs `f` on the upgraded lock, then downgrades it (raw, then lockdep's mode).
+            #[inline]
+            fn upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
+                let lock = &*self.lock;
+                let track = &mut self.track;
+                let _downgrade = Defer::new(|| {
+                    // SAFETY: the lock is held exclusively by this guard's thread (upgraded).
+                    unsafe { lock.raw_rwlock().downgrade_to_upgradable() };
+                    track.set_mode(&lock.dep, UPGRADABLE);
+                });
+                // SAFETY: the lock is held exclusively until `_downgrade` runs.
+                f(unsafe { &mut *lock.data_ptr() })
+            }
+        }
+
+        impl<$($lt,)? R: RawRwLockUpgradeTimed, T: ?Sized> $Guard<$($lt,)? R, T> {
+            /// Upgrades, waiting at most `timeout` (validated like [`upgrade`](Self::upgrade));
+            /// on a timeout the upgradable guard comes back, as the upgradable read it is.
+            #[inline]
+            #[track_caller]
+            pub fn try_upgrade_for(
+                s: Self,
+                timeout: R::Duration,
+            ) -> Result<$Write<$($lt,)? R, T>, Self> {
+                // SAFETY: the guard holds the lock upgradable.
+                Self::timed_upgrade(s, |r| unsafe { r.try_upgrade_for(timeout) })
+            }
+
+            /// Upgrades, waiting at most until the instant `timeout`.
+            #[inline]
+            #[track_caller]
+            pub fn try_upgrade_until(
+                s: Self,
+                timeout: R::Instant,
+            ) -> Result<$Write<$($lt,)? R, T>, Self> {
+                // SAFETY: the guard holds the lock upgradable.
+                Self::timed_upgrade(s, |r| unsafe { r.try_upgrade_until(timeout) })
+            }
+
+            #[inline]
+            #[track_caller]
+            fn timed_upgrade(
+                mut s: Self,
+                upgrade: impl FnOnce(&R) -> bool,
+            ) -> Result<$Write<$($lt,)? R, T>, Self> {
+                s.track.upgrade(&s.lock.dep, here());
+                if upgrade(s.lock.raw_rwlock()) {
+                    let (lock, track) = $Guard::take(s);
+                    Ok($Write::new(lock, track))
+                } else {
+                    s.track.upgrade_failed(&s.lock.dep);
+                    Err(s)
+                }
+            }
+        }
+
+        impl<$($lt,)? R: RawRwLockUpgradeTimed + RawRwLockUpgradeDowngrade, T: ?Sized>
+            $Guard<$($lt,)? R, T>
+        {
+            /// [`with_upgraded`](Self::with_upgraded) waiting at most `timeout` for the
+            /// upgrade; `None` on a timeout.
+            #[inline]
+            #[track_caller]
+            pub fn try_with_upgraded_for<Ret, F: FnOnce(&mut T) -> Ret>(
+                &mut self,
+                timeout: R::Duration,
+                f: F,
+            ) -> Option<Ret> {
+                // SAFETY: the guard holds the lock upgradable.
+                self.timed_with_upgraded(|r| unsafe { r.try_upgrade_for(timeout) }, f)
+            }
+
+            /// [`with_upgraded`](Self::with_upgraded) waiting at most until the instant
+            /// `timeout`; `None` on a timeout.
+            #[inline]
+            #[track_caller]
+            pub fn try_with_upgraded_until<Ret, F: FnOnce(&mut T) -> Ret>(
+                &mut self,
+                timeout: R::Instant,
+                f: F,
+            ) -> Option<Ret> {
+                // SAFETY: the guard holds the lock upgradable.
+                self.timed_with_upgraded(|r| unsafe { r.try_upgrade_until(timeout) }, f)
+            }
+
+            #[inline]
+            #[track_caller]
+            fn timed_with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(
+                &mut self,
+                upgrade: impl FnOnce(&R) -> bool,
+                f: F,
+            ) -> Option<Ret> {
+                self.track.upgrade(&self.lock.dep, here());
+                if upgrade(self.lock.raw_rwlock()) {
+                    Some(self.upgraded(f))
+                } else {
+                    self.track.upgrade_failed(&self.lock.dep);
+                    None
+                }
+            }
+        }
+    };
+}
+
+upgradable_ops!(RwLockUpgradableReadGuard ['a] => RwLockWriteGuard, RwLockReadGuard);
+#[cfg(feature = "arc_lock")]
+upgradable_ops!(ArcRwLockUpgradableReadGuard [] => ArcRwLockWriteGuard, ArcRwLockReadGuard);
+
+mapped_guard! {
+    /// A read guard projected by [`RwLockReadGuard::map`].
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    MappedRwLockReadGuard<R: RawRwLock>, MappedRwLockReadGuard, fair<R: RawRwLockFair>, []
+}
+
+mapped_guard! {
+    /// A write guard projected by [`RwLockWriteGuard::map`].
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    MappedRwLockWriteGuard<R: RawRwLock>, MappedRwLockWriteGuard, fair<R: RawRwLockFair>, [mut]
+}
+
+impl<'a, R: RawRwLock, T: ?Sized> MappedRwLockReadGuard<'a, R, T> {
+    projections!(
+        MappedRwLockReadGuard<R>,
+        MappedRwLockReadGuard,
+        [],
+        try_map_or_else
+    );
+}
+
+impl<'a, R: RawRwLock, T: ?Sized> MappedRwLockWriteGuard<'a, R, T> {
+    projections!(MappedRwLockWriteGuard<R>, MappedRwLockWriteGuard, [mut], try_map_or_err);
+}
