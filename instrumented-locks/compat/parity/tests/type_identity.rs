@@ -5,6 +5,10 @@
 //!
 //! A compat crate that gives parking_lot's names types of its own fails exactly this file
 //! (and nothing else of the parity suite): that is a documented choice, not a parity gap.
+//! The file is the parity crate's feature `type_identity` (on by default), which runs against
+//! such a compat crate leave off.
+
+#![cfg(feature = "type_identity")]
 
 use parking_lot::lock_api::{self, RawMutex as _, RawRwLock as _};
 use parking_lot::{RawFairMutex, RawMutex, RawRwLock, RawThreadId};
