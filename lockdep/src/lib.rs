@@ -128,10 +128,14 @@ mod limits;
 mod mode;
 // Run-time settings: depth limit, report-once, backtrace capture.
 mod settings;
+// How two instances of one class may nest, and the epoch of cached instance pairs.
+mod nesting;
 // Class ids, the keys classes are made from, the generation table, a lock map's class cache.
 mod class;
 // Chain keys and the per-thread and global chain caches.
 mod chain;
+// Each thread's cache of checked instance pairs.
+mod pair_cache;
 // The class table, the dependencies between classes, the strong-path search.
 mod graph;
 // A thread's held-lock stack, as data.
@@ -150,8 +154,11 @@ mod map;
 mod resolve;
 // The acquire hook: chain cache, check_deadlock, check_prevs_add.
 mod validate;
-// Held-lock queries and assertions, mode and subclass changes, pinning, detach/attach.
+// Held-lock queries and assertions, mode and subclass changes, upgrade, pinning,
+// detach/attach.
 mod annotate;
+// Opt-in condvar dependency tracking.
+mod condvar;
 // Pseudo-locks for waits that are not locks.
 mod pseudo;
 // Counters, the dependency list, DOT output, reset.
@@ -161,9 +168,10 @@ use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
-    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock,
+    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, DetachedLock,
 };
 pub use class::ClassId;
+pub use condvar::{condvar_notify, condvar_wait, set_condvar_tracking, CondvarMap};
 pub use graph::Trace;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
@@ -172,13 +180,14 @@ pub use keys::{
     key_table_sync, set_key_table_sync, DynamicKey, KeyHandle, KeySyncStrategy, KeyTableSync,
     LockClassKey,
 };
-pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_SUBCLASSES};
+pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_INSTANCE_PAIRS, MAX_SUBCLASSES};
 pub use map::LockMap;
 pub use mode::{DepKind, Mode};
+pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
     set_policy, AssertKind, Capacity, CircularDependency, Dependency, Handler, KeyMisuse, LockDesc,
-    Policy, Report, SameClass, ThreadDesc,
+    LockInstance, Policy, Report, SameClass, ThreadDesc,
 };
 pub use settings::{set_capture_backtraces, set_max_depth, set_report_each_cycle_once};
 
@@ -221,7 +230,7 @@ pub fn acquire(
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     let found = thread::release(map.instance());
     if found != thread::Release::Released {
-        thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
+        validate::release_slow(map, found, site);
     }
 }
 
