@@ -98,25 +98,44 @@ impl fmt::Display for Instance<'_> {
     }
 }
 
+/// How a chain link names the two ends of dependency `d`: by class, or, in a cycle among
+/// instances of one class, by instance (its name, or the class, and its address).
+fn ends(d: &Dependency, by_instance: bool) -> (String, String) {
+    if by_instance {
+        (
+            label(&d.from, &d.from_instance),
+            label(&d.to, &d.to_instance),
+        )
+    } else {
+        (d.from.clone(), d.to.clone())
+    }
+}
+
+/// An instance of class `class`: `name 0x...`, or `class 0x...` if it has no name.
+fn label(class: &str, i: &LockInstance) -> String {
+    format!("{} {:#x}", i.name.unwrap_or(class), i.address)
+}
+
 /// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken.
-fn chain_link(f: &mut fmt::Formatter<'_>, k: usize, d: &Dependency, acquired: &str) -> fmt::Result {
-    writeln!(f, "\n-> #{k} ({}):", d.to)?;
-    writeln!(
-        f,
-        "       {} {acquired} at {} [{}]",
-        d.to, d.to_site, d.kind
-    )?;
-    writeln!(
-        f,
-        "       while holding {} acquired at {}",
-        d.from, d.from_site
-    )?;
-    writeln!(
-        f,
-        "       first seen on {} -> {}",
-        Instance(&d.from_instance),
-        Instance(&d.to_instance)
-    )?;
+fn chain_link(
+    f: &mut fmt::Formatter<'_>,
+    k: usize,
+    d: &Dependency,
+    acquired: &str,
+    by_instance: bool,
+) -> fmt::Result {
+    let (from, to) = ends(d, by_instance);
+    writeln!(f, "\n-> #{k} ({to}):")?;
+    writeln!(f, "       {to} {acquired} at {} [{}]", d.to_site, d.kind)?;
+    writeln!(f, "       while holding {from} acquired at {}", d.from_site)?;
+    if !by_instance {
+        writeln!(
+            f,
+            "       first seen on {} -> {}",
+            Instance(&d.from_instance),
+            Instance(&d.to_instance)
+        )?;
+    }
     trace(f, d)
 }
 
@@ -127,10 +146,10 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
     let n = c.cycle.len();
     for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
-        chain_link(f, k, d, "acquired")?;
+        chain_link(f, k, d, "acquired", c.instance_order)?;
     }
     if let Some(d) = c.cycle.first() {
-        chain_link(f, 0, d, "being acquired")?;
+        chain_link(f, 0, d, "being acquired", c.instance_order)?;
     }
     writeln!(
         f,
@@ -149,14 +168,17 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     // cycle among instances of one class, the instances themselves.
     let last = c.cycle.last();
     let (parent, held_name, new_name) = if c.instance_order {
-        let at = |d: Option<&Dependency>| {
-            d.map(|d| format!("{} {}", d.from, Instance(&d.from_instance)))
-                .unwrap_or_default()
+        let of = |l: &LockDesc| {
+            let i = LockInstance {
+                address: l.instance,
+                name: l.name,
+            };
+            label(&l.class_name, &i)
         };
         (
-            at(last),
-            format!("{} {:#x}", c.holding.class_name, c.holding.instance),
-            format!("{} {:#x}", c.acquiring.class_name, c.acquiring.instance),
+            last.map(|d| ends(d, true).0).unwrap_or_default(),
+            of(&c.holding),
+            of(&c.acquiring),
         )
     } else {
         (
