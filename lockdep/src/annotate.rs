@@ -112,12 +112,16 @@ pub fn set_held_mode(map: &LockMap, mode: Mode) {
 ///
 /// Reports [`AssertKind::NotHeld`] (and records nothing) if this thread does not hold `map`,
 /// and [`AssertKind::WrongMode`] if it holds it in another mode than upgradable (then it is
-/// upgraded all the same). Thread-safe; the graph lock is taken only if the chain is new.
-#[track_caller]
-pub fn upgrade(map: &LockMap) {
-    let site = Location::caller();
+/// upgraded all the same). `site` is the location reports name (the user's `upgrade` call).
+/// Thread-safe; the graph lock is taken only if the chain is new.
+pub fn upgrade(map: &LockMap, site: &'static Location<'static>) {
     let taken = with_state(|st| {
-        let i = st.find(map.instance())?;
+        // The lock's upgradable entry, if it has one besides other holdings of the lock.
+        let i = st
+            .entries()
+            .iter()
+            .rposition(|h| h.instance == map.instance() && h.mode == Mode::Upgradable)
+            .or_else(|| st.find(map.instance()))?;
         Some(st.remove(i))
     })
     .flatten();
