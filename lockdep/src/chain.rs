@@ -95,7 +95,6 @@ pub(crate) fn extend(prev: u64, class: ClassId, mode: Mode, trylock: bool, neste
 }
 
 /// What the global table holds for `key`. Lock-free, writes nothing.
-#[inline]
 pub(crate) fn global_lookup(key: u64) -> Hit {
     let table = &TABLE;
     let start = key as usize % CHAIN_TABLE_SLOTS;

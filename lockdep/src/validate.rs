@@ -21,7 +21,7 @@ use crate::graph::instances::PairsFull;
 use crate::graph::search::{self, Step};
 use crate::graph::Trace;
 use crate::graph_lock::{graph_lock, Global};
-use crate::held::{HeldLock, Next, ThreadState};
+use crate::held::{HeldLock, ThreadState};
 use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
 use crate::nesting::{self, Nesting};
@@ -127,7 +127,14 @@ pub(crate) fn acquire_with(
         // lock taken with nothing held has nothing to be checked against (a chain head).
         if !trylock && !class.is_none() && st.top_key() != 0 {
             let local = st.cache.lookup(next.key());
-            if local != Hit::Plain && !cached_elsewhere(st, &next, local) {
+            // The entry is passed by its fields, so it stays out of memory until the push.
+            let me = Acquiring {
+                class,
+                instance: map.instance(),
+                mode,
+                nest,
+            };
+            if local != Hit::Plain && !cached_elsewhere(st, next.key(), local, me) {
                 return FastPath::Slow;
             }
         }
@@ -140,26 +147,48 @@ pub(crate) fn acquire_with(
     }
 }
 
-/// The rest of a chain-cache lookup after the thread's cache did not give a plain hit: the
-/// global table, and for a chain that nests a class in itself, its instance pairs.
-#[inline]
-fn cached_elsewhere(st: &mut ThreadState, next: &Next, local: Hit) -> bool {
+/// What the pair check needs of an acquisition.
+#[derive(Clone, Copy)]
+struct Acquiring {
+    class: ClassId,
+    instance: usize,
+    mode: Mode,
+    /// The nest_lock's instance, or 0.
+    nest: usize,
+}
+
+impl Acquiring {
+    fn of(h: &HeldLock) -> Acquiring {
+        Acquiring {
+            class: h.class,
+            instance: h.instance,
+            mode: h.mode,
+            nest: h.nest_lock,
+        }
+    }
+}
+
+/// The rest of a chain-cache lookup after the thread's cache did not give a plain hit for
+/// `key`: the global table, and for a chain that nests a class in itself, its instance pairs.
+/// Out of line, so that the plain hit keeps the short code it had.
+#[inline(never)]
+fn cached_elsewhere(st: &mut ThreadState, key: u64, local: Hit, next: Acquiring) -> bool {
     let hit = match local {
-        Hit::Miss => chain::global_lookup(next.key()),
+        Hit::Miss => chain::global_lookup(key),
         h => h,
     };
     match hit {
         Hit::Miss => false,
         Hit::Plain => {
-            st.cache.insert(next.key(), false);
+            st.cache.insert(key, false);
             true
         }
         Hit::Nested => {
-            if !pairs_checked(st, next.entry()) {
+            if !pairs_checked(st, next) {
                 return false;
             }
             if local == Hit::Miss {
-                st.cache.insert(next.key(), true);
+                st.cache.insert(key, true);
             }
             true
         }
@@ -170,7 +199,7 @@ fn cached_elsewhere(st: &mut ThreadState, next: &Next, local: Hit) -> bool {
 /// either the same instance held compatibly, or another instance whose pair with `next` this
 /// thread checked before (or that a held nest_lock serializes). No lock taken.
 #[inline(never)]
-fn pairs_checked(st: &mut ThreadState, next: &HeldLock) -> bool {
+fn pairs_checked(st: &mut ThreadState, next: Acquiring) -> bool {
     st.pairs.sync(nesting::pair_epoch());
     let pairs = &st.pairs;
     st.entries()
@@ -180,7 +209,7 @@ fn pairs_checked(st: &mut ThreadState, next: &HeldLock) -> bool {
             if h.instance == next.instance {
                 !blocks(next.mode, h.mode)
             } else {
-                next.nest_lock != 0
+                next.nest != 0
                     || pairs.contains(
                         h.instance,
                         next.instance,
@@ -217,7 +246,7 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
         };
         match hit {
             Hit::Plain if !nested => return reports,
-            Hit::Nested if nested && pairs_checked(st, &entry) => {
+            Hit::Nested if nested && pairs_checked(st, Acquiring::of(&entry)) => {
                 st.cache.insert(key, true);
                 return reports;
             }

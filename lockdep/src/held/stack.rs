@@ -2,9 +2,8 @@
 //!
 //! Invariants, kept by the methods below and nowhere else: `top` is the chain key of the top
 //! entry (0 when empty); every entry's `chain_key` is its own key over the entry below it
-//! (`HeldLock::chain_key_on`); `pins` is the sum of the entries' pin counts; `paired` is the
-//! number of entries marked `paired`; `nested` is the number of entries taken under a
-//! nest_lock.
+//! (`HeldLock::chain_key_on`); `marks` is the sum of the entries' pin counts plus the number
+//! of entries marked `paired`; `nested` is the number of entries taken under a nest_lock.
 
 use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,12 +20,9 @@ pub(crate) struct ThreadState {
     /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
     /// acquire does not have to load it through the stack.
     top: u64,
-    /// Sum of the held entries' pin counts, so a release need not read the entry when nothing
-    /// is pinned (the usual case).
-    pins: u32,
-    /// Number of held entries marked `paired`, so a release need not read the entry when none
-    /// is (the usual case).
-    paired: u32,
+    /// Sum of the held entries' pin counts plus the number of entries marked `paired`, so a
+    /// release need not read the entry when nothing is pinned or paired (the usual case).
+    marks: u32,
     /// Number of held entries taken under a nest_lock. They do not count against the depth
     /// limit (the kernel folds them into one entry).
     nested: u32,
@@ -64,12 +60,6 @@ impl Next {
     pub fn key(&self) -> u64 {
         self.entry.chain_key
     }
-
-    /// The entry.
-    #[inline]
-    pub fn entry(&self) -> &HeldLock {
-        &self.entry
-    }
 }
 
 static NEXT_TID: AtomicU64 = AtomicU64::new(1);
@@ -79,8 +69,7 @@ impl ThreadState {
         ThreadState {
             held: Vec::new(),
             top: 0,
-            pins: 0,
-            paired: 0,
+            marks: 0,
             nested: 0,
             cache: LocalCache::new(),
             pairs: PairCache::new(),
@@ -146,7 +135,7 @@ impl ThreadState {
         debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
         let Next { entry, .. } = next;
         self.nested += u32::from(entry.nest_lock != 0);
-        self.paired += u32::from(entry.paired);
+        self.marks += entry.pin_count + u32::from(entry.paired);
         self.top = entry.chain_key;
         self.held.push(entry);
     }
@@ -180,16 +169,15 @@ impl ThreadState {
     /// something is pinned or paired.
     #[inline]
     fn take_marks(&mut self, i: usize) -> Left {
-        if self.pins == 0 && self.paired == 0 {
+        if self.marks == 0 {
             return Left {
                 pins: 0,
                 paired: false,
             };
         }
         let pins = std::mem::take(&mut self.held[i].pin_count);
-        self.pins -= pins;
         let paired = std::mem::take(&mut self.held[i].paired);
-        self.paired -= u32::from(paired);
+        self.marks -= pins + u32::from(paired);
         Left { pins, paired }
     }
 
@@ -197,7 +185,7 @@ impl ThreadState {
     pub fn mark_paired(&mut self, i: usize) {
         if !self.held[i].paired {
             self.held[i].paired = true;
-            self.paired += 1;
+            self.marks += 1;
         }
     }
 
@@ -230,7 +218,7 @@ impl ThreadState {
     /// Adds one pin to entry `i`.
     pub fn pin(&mut self, i: usize) {
         self.held[i].pin_count += 1;
-        self.pins += 1;
+        self.marks += 1;
     }
 
     /// Removes one pin from entry `i`; false (and nothing changes) if it has none.
@@ -239,15 +227,14 @@ impl ThreadState {
             return false;
         }
         self.held[i].pin_count -= 1;
-        self.pins -= 1;
+        self.marks -= 1;
         true
     }
 
     /// Takes every entry off the stack (thread exit), leaving it empty.
     pub fn take_all(&mut self) -> Vec<HeldLock> {
         self.top = 0;
-        self.pins = 0;
-        self.paired = 0;
+        self.marks = 0;
         self.nested = 0;
         std::mem::take(&mut self.held)
     }
