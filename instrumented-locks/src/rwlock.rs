@@ -30,7 +30,7 @@ use crate::dep::{Dep, HeldGuard};
 /// Two `read()`s of one lock in one thread are reported (a writer queued between them
 /// deadlocks the thread); `read()` then `read_recursive()` is not.
 ///
-/// Size: `parking_lot::RwLock<T>` plus a 56-byte `LockMap` with `validate`, exactly
+/// Size: `parking_lot::RwLock<T>` plus a 64-byte `LockMap` with `validate`, exactly
 /// `parking_lot::RwLock<T>` without it.
 pub struct RwLock<T: ?Sized> {
     dep: Dep,

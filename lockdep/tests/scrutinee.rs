@@ -17,7 +17,7 @@ use lockdep::Report;
 fn a_match_arm_that_relocks_the_scrutinee_lock_is_recursive_locking() {
     let _s = start();
     let m = Lock::new(HashMap::from([(1, "one")]));
-    let scrutinee = line!() + 2;
+    let scrutinee = line!() + 1;
     let r = reported(|| match m.write().get(&2) {
         None => {
             m.write().insert(2, "two");

@@ -35,6 +35,12 @@ pub(crate) struct Step<N> {
     pub kind: Kind,
 }
 
+/// A search state: a node and the class of acquisition that reached it (see `waits_like`).
+type State<N> = (N, u8);
+
+/// Every visited state except the root, with the state and step it was reached from.
+type Parents<N> = hashbrown::HashMap<State<N>, (State<N>, Step<N>)>;
+
 /// The acquisitions that wait for the same holders, as one state of the search: writers and
 /// upgradable reads (0), plain readers (1), recursive readers (2).
 fn waits_like(m: Mode) -> (u8, Mode) {
@@ -62,10 +68,7 @@ pub(crate) fn strong_path<G: Deps>(
     if !graph.has_way_in(target) || !graph.has_way_out(start) {
         return None;
     }
-    type State<N> = (N, u8);
-    // Every visited state except the root, with the state and step it was reached from.
-    let mut parent: hashbrown::HashMap<State<G::Node>, (State<G::Node>, Step<G::Node>)> =
-        Default::default();
+    let mut parent: Parents<G::Node> = Default::default();
     let mut queue = VecDeque::new();
     let (c0, m0) = waits_like(new_kind.acquirer);
     let s0 = (start, c0);
@@ -105,9 +108,9 @@ pub(crate) fn strong_path<G: Deps>(
 }
 
 fn unwind<N: Copy + Eq + Hash>(
-    parent: &hashbrown::HashMap<(N, u8), ((N, u8), Step<N>)>,
-    mut at: (N, u8),
-    root: (N, u8),
+    parent: &Parents<N>,
+    mut at: State<N>,
+    root: State<N>,
 ) -> Vec<Step<N>> {
     let mut steps = Vec::new();
     while at != root {

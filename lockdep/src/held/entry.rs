@@ -25,8 +25,9 @@ pub(crate) struct HeldLock {
     /// Chain key of the stack up to and including this entry; set by the stack when the entry
     /// is pushed (see [`ThreadState::next`](super::ThreadState::next)).
     pub chain_key: u64,
-    /// `lockdep_pin_lock()` count; releasing a pinned lock is reported.
-    pub pin_count: u32,
+    /// `lockdep_pin_lock()` count; releasing a pinned lock is reported. 16 bits (pins past
+    /// 65,535 on one lock saturate), so that an entry stays 64 bytes, one cache line.
+    pub pin_count: u16,
     /// Set once an instance pair *from* this lock was checked: its map must learn, when the
     /// lock is released, that it has pairs to forget when it is freed.
     pub paired: bool,
@@ -52,3 +53,7 @@ impl HeldLock {
         )
     }
 }
+
+// One entry per cache line: the held stack is scanned on every release.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<HeldLock>() == 64);

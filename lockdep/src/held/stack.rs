@@ -135,7 +135,7 @@ impl ThreadState {
         debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
         let Next { entry, .. } = next;
         self.nested += u32::from(entry.nest_lock != 0);
-        self.marks += entry.pin_count + u32::from(entry.paired);
+        self.marks += u32::from(entry.pin_count) + u32::from(entry.paired);
         self.top = entry.chain_key;
         self.held.push(entry);
     }
@@ -175,7 +175,7 @@ impl ThreadState {
                 paired: false,
             };
         }
-        let pins = std::mem::take(&mut self.held[i].pin_count);
+        let pins = u32::from(std::mem::take(&mut self.held[i].pin_count));
         let paired = std::mem::take(&mut self.held[i].paired);
         self.marks -= pins + u32::from(paired);
         Left { pins, paired }
@@ -196,7 +196,7 @@ impl ThreadState {
         let left = self.leave(i);
         let mut h = self.held.remove(i);
         // The removed entry keeps its marks (a detached lock carries them to its new thread).
-        h.pin_count = left.pins;
+        h.pin_count = left.pins as u16;
         h.paired = left.paired;
         self.rekey(i);
         h
@@ -217,8 +217,10 @@ impl ThreadState {
 
     /// Adds one pin to entry `i`.
     pub fn pin(&mut self, i: usize) {
-        self.held[i].pin_count += 1;
-        self.marks += 1;
+        if let Some(p) = self.held[i].pin_count.checked_add(1) {
+            self.held[i].pin_count = p;
+            self.marks += 1;
+        }
     }
 
     /// Removes one pin from entry `i`; false (and nothing changes) if it has none.
