@@ -50,11 +50,12 @@
 //!   re-lock, upgrade, `unlocked` re-lock) is validated *before* it can block, so relocking a
 //!   held mutex is reported instead of hanging silently.
 //! - **Modes.** `write`/`lock` are exclusive, `read` is a non-recursive reader,
-//!   `read_recursive` a recursive reader, `upgradable_read` a non-recursive reader (see
-//!   [`RwLock`] for why), so recursive readers give no false positives.
+//!   `read_recursive` a recursive reader, `upgradable_read` an upgradable reader (see
+//!   [`RwLock`]), so recursive and upgradable readers give no false positives.
 //! - **try_lock** follows lockdep: a successful try-lock is held but nothing depends on it.
-//! - **Same-class nesting** needs an annotation: `lock_nested(subclass)` or
-//!   `lock_nest_lock(&outer_guard)`, as in the kernel.
+//! - **Same-class nesting** of two mutexes is fine in any fixed order (lockdep's default
+//!   `Nesting::InstanceOrder`); under `lockdep::set_nesting(Nesting::Strict)` it needs an
+//!   annotation, `lock_nested(subclass)` or `lock_nest_lock(&outer_guard)`, as in the kernel.
 //! - **Condvar waits** release the mutex and validate the re-lock with the locks held then.
 //! - **Threads.** Guards are `!Send` (a guard cannot be unlocked on another thread; the type
 //!   system forbids it). [`thread::spawn`] models joins so that joining, under lock `A`, a

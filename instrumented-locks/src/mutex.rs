@@ -25,7 +25,7 @@ use crate::guard_impls::guard_impls;
 /// - **Dropping a held mutex** (possible only after `mem::forget` of its guard) is reported
 ///   by lockdep as "held lock freed".
 ///
-/// Size: `parking_lot::Mutex<T>` plus a [`LockMap`] (56 bytes) with the `validate` feature;
+/// Size: `parking_lot::Mutex<T>` plus a [`LockMap`] (64 bytes) with the `validate` feature;
 /// exactly `parking_lot::Mutex<T>` without it. `Send`/`Sync` like `parking_lot::Mutex`.
 pub struct Mutex<T: ?Sized> {
     pub(crate) dep: Dep,

@@ -18,21 +18,19 @@ use crate::dep::{Dep, HeldGuard};
 /// | `write`, `try_write*` | `Exclusive` | a writer |
 /// | `read`, `try_read*` | `Read` | parking_lot readers queue behind a *waiting* writer |
 /// | `read_recursive`, `try_read_recursive*` | `RecursiveRead` | blocks only behind a *holding* writer |
-/// | `upgradable_read` | `Read` | shared with readers, but can block behind a waiting writer or another upgradable holder |
-/// | `upgrade`, `try_upgrade_for/until` | release, then blocking `Exclusive` | waits for every reader to leave |
+/// | `upgradable_read`, `try_upgradable_read` | `Upgradable` | shared with readers, exclusive with writers and upgradable reads |
+/// | `upgrade`, `try_upgrade_for/until`, `with_upgraded` | `lockdep::upgrade`: a blocking `Exclusive` acquire under the other held locks | waits for every other reader to leave |
 /// | `try_upgrade` (success) | mode changed in place to `Exclusive` | cannot wait |
-/// | `downgrade*` | mode changed in place to `Read` (the kernel's `lock_downgrade()`) | cannot wait |
+/// | `downgrade` | mode changed in place to `Read` (the kernel's `lock_downgrade()`) | cannot wait |
+/// | `downgrade_to_upgradable`, end of `with_upgraded` | mode changed in place to `Upgradable` | cannot wait |
 ///
-/// Upgradable as `Read` gives the right verdicts: two upgradable reads of one lock in one
-/// thread, or an upgradable read ordered against a write, are reported; an upgradable read
-/// ordered against a `read_recursive` is not (they never block each other). A blocking
-/// upgrade moves the lock to the top of the held stack (it is re-validated there); a
-/// downgrade keeps its place.
+/// A blocking upgrade moves the lock to the top of the held stack (it is re-validated there);
+/// a downgrade keeps its place.
 ///
 /// Two `read()`s of one lock in one thread are reported (a writer queued between them
 /// deadlocks the thread); `read()` then `read_recursive()` is not.
 ///
-/// Size: `parking_lot::RwLock<T>` plus a 56-byte `LockMap` with `validate`, exactly
+/// Size: `parking_lot::RwLock<T>` plus a 64-byte `LockMap` with `validate`, exactly
 /// `parking_lot::RwLock<T>` without it.
 pub struct RwLock<T: ?Sized> {
     dep: Dep,
@@ -188,11 +186,11 @@ impl<T: ?Sized> RwLock<T> {
         }
     }
 
-    /// Upgradable shared access (lockdep `Read`, see the module docs).
+    /// Upgradable shared access (lockdep `Upgradable`, see the module docs).
     #[inline]
     #[track_caller]
     pub fn upgradable_read(&self) -> RwLockUpgradableReadGuard<'_, T> {
-        let track = self.dep.lock(0, Mode::Read, None, Location::caller());
+        let track = self.dep.lock(0, Mode::Upgradable, None, Location::caller());
         RwLockUpgradableReadGuard {
             track,
             inner: self.inner.upgradable_read(),
@@ -276,7 +274,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn try_upgradable_read(&self) -> Option<RwLockUpgradableReadGuard<'_, T>> {
         tried!(
             self,
-            Mode::Read,
+            Mode::Upgradable,
             self.inner.try_upgradable_read(),
             RwLockUpgradableReadGuard
         )

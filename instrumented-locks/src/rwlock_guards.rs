@@ -128,7 +128,7 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
     #[track_caller]
     pub fn downgrade_to_upgradable(s: Self) -> RwLockUpgradableReadGuard<'a, T> {
         let RwLockWriteGuard { mut track, inner } = s;
-        track.set_mode(Mode::Read);
+        track.set_mode(Mode::Upgradable);
         RwLockUpgradableReadGuard {
             track,
             inner: parking_lot::RwLockWriteGuard::downgrade_to_upgradable(inner),
@@ -151,11 +151,11 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
 
 impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     /// Upgrades to a write lock, waiting for readers to leave. Validated as a blocking
-    /// `Exclusive` acquire (after releasing the `Read` entry) before it waits.
+    /// `Exclusive` acquire (under the other held locks) before it waits.
     #[track_caller]
     pub fn upgrade(s: Self) -> RwLockWriteGuard<'a, T> {
         let RwLockUpgradableReadGuard { mut track, inner } = s;
-        track.reacquire(Mode::Exclusive, Location::caller());
+        track.upgrade(Location::caller());
         RwLockWriteGuard {
             track,
             inner: parking_lot::RwLockUpgradableReadGuard::upgrade(inner),
@@ -181,11 +181,11 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     pub fn try_upgrade_for(s: Self, timeout: Duration) -> Result<RwLockWriteGuard<'a, T>, Self> {
         let site = Location::caller();
         let RwLockUpgradableReadGuard { mut track, inner } = s;
-        track.reacquire(Mode::Exclusive, site);
+        track.upgrade(site);
         match parking_lot::RwLockUpgradableReadGuard::try_upgrade_for(inner, timeout) {
             Ok(inner) => Ok(RwLockWriteGuard { track, inner }),
             Err(inner) => {
-                track.set_mode(Mode::Read);
+                track.set_mode(Mode::Upgradable);
                 Err(RwLockUpgradableReadGuard { track, inner })
             }
         }
@@ -196,11 +196,11 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
     pub fn try_upgrade_until(s: Self, deadline: Instant) -> Result<RwLockWriteGuard<'a, T>, Self> {
         let site = Location::caller();
         let RwLockUpgradableReadGuard { mut track, inner } = s;
-        track.reacquire(Mode::Exclusive, site);
+        track.upgrade(site);
         match parking_lot::RwLockUpgradableReadGuard::try_upgrade_until(inner, deadline) {
             Ok(inner) => Ok(RwLockWriteGuard { track, inner }),
             Err(inner) => {
-                track.set_mode(Mode::Read);
+                track.set_mode(Mode::Upgradable);
                 Err(RwLockUpgradableReadGuard { track, inner })
             }
         }
@@ -208,12 +208,12 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
 
     /// Upgrades to a write lock (validated like [`upgrade`](Self::upgrade), before it
     /// blocks), runs `f` on the data, and downgrades back to an upgradable read (in place:
-    /// the lock keeps its new place on the held stack, as a reader).
+    /// the lock keeps its new place on the held stack, as an upgradable reader).
     #[track_caller]
     pub fn with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
-        self.track.reacquire(Mode::Exclusive, Location::caller());
+        self.track.upgrade(Location::caller());
         let r = self.inner.with_upgraded(f);
-        self.track.set_mode(Mode::Read);
+        self.track.set_mode(Mode::Upgradable);
         r
     }
 
@@ -224,7 +224,7 @@ impl<'a, T: ?Sized> RwLockUpgradableReadGuard<'a, T> {
         self.inner.try_with_upgraded(|t| {
             track.set_mode(Mode::Exclusive);
             let r = f(t);
-            track.set_mode(Mode::Read);
+            track.set_mode(Mode::Upgradable);
             r
         })
     }

@@ -260,9 +260,26 @@ fn try_upgrade_and_downgrades_keep_the_held_stack_exact() {
     assert!(take().is_empty());
 }
 
+/// The kernel's strict nesting rule for one test: these tests check the annotations it asks
+/// for (lockdep's default, instance order, accepts any fixed order of two instances).
+struct Strict(lockdep::Nesting);
+
+impl Strict {
+    fn on() -> Strict {
+        Strict(lockdep::set_nesting(lockdep::Nesting::Strict))
+    }
+}
+
+impl Drop for Strict {
+    fn drop(&mut self) {
+        lockdep::set_nesting(self.0);
+    }
+}
+
 #[test]
 fn same_class_nesting_needs_an_annotation() {
     let _h = start();
+    let _strict = Strict::on();
     let nodes: Vec<Mutex<u32>> = (0..3).map(|i| Mutex::named(i, "node")).collect();
     {
         let _p = nodes[0].lock();
@@ -305,6 +322,7 @@ fn nest_lock_allows_any_order_under_the_outer_lock() {
 #[test]
 fn explicit_classes() {
     let _h = start();
+    let _strict = Strict::on();
     static KEY: LockClassKey = LockClassKey::new();
     let a = Mutex::with_class(0, &KEY, "keyed");
     let b = Mutex::with_class(0, &KEY, "keyed");
@@ -511,6 +529,7 @@ fn lock_maps_and_held_queries() {
 #[test]
 fn reentrant_and_std_flavoured_explicit_classes() {
     let _h = start();
+    let _strict = Strict::on();
     static RKEY: LockClassKey = LockClassKey::new();
     let r1 = ReentrantMutex::with_class(0, &RKEY, "rkey");
     let r2 = ReentrantMutex::with_class(0, &RKEY, "rkey");

@@ -23,6 +23,8 @@ pub(crate) struct Global {
     pub reported_misuse: HashSet<(u64, KeyMisuse)>,
     /// Whether running out of classes was already reported.
     pub classes_exhausted_reported: bool,
+    /// Whether reaching the cap on instance pairs was reported (in the current episode).
+    pub instance_pairs_exhausted_reported: bool,
     /// Number of registered dynamic keys (the key table's links change only under this lock).
     pub keys: usize,
 }

@@ -23,6 +23,9 @@ pub struct Stats {
     pub edges: usize,
     /// Dependencies counted by kind (a pair with EN and SR counts 2).
     pub dependencies: usize,
+    /// Instance-order pairs kept, counted by kind (at most
+    /// [`MAX_INSTANCE_PAIRS`](crate::MAX_INSTANCE_PAIRS)).
+    pub instance_pairs: usize,
     /// Chains in the global chain cache.
     pub chains: usize,
     /// Times the global chain cache was flushed because it was full.
@@ -38,7 +41,7 @@ pub struct Stats {
 
 /// A snapshot of the validator's counters. Takes the graph lock briefly.
 pub fn stats() -> Stats {
-    let (keys, classes, edges, dependencies) = {
+    let (keys, classes, edges, dependencies, instance_pairs) = {
         let g = graph_lock();
         let edges = g.graph.classes().map(|c| c.after.len()).sum();
         (
@@ -46,6 +49,7 @@ pub fn stats() -> Stats {
             g.graph.class_count(),
             edges,
             g.graph.dependency_count(),
+            g.graph.instances.pair_count(),
         )
     };
     Stats {
@@ -53,6 +57,7 @@ pub fn stats() -> Stats {
         classes,
         edges,
         dependencies,
+        instance_pairs,
         chains: chain::count(),
         chain_cache_flushes: chain::flushes(),
         reports: report::delivered(),
@@ -69,7 +74,7 @@ pub struct DependencyInfo {
     pub from: String,
     /// The class acquired while `from` was held.
     pub to: String,
-    /// The kinds recorded for this pair, in EN, SN, ER, SR order.
+    /// The kinds recorded for this pair, in [`DepKind::ALL`] order.
     pub kinds: Vec<DepKind>,
 }
 
@@ -83,7 +88,12 @@ pub fn dependencies() -> Vec<DependencyInfo> {
             out.push(DependencyInfo {
                 from: c.name.to_string(),
                 to: t.name.to_string(),
-                kinds: e.kinds().collect(),
+                kinds: {
+                    let mut k: Vec<DepKind> = e.kinds().map(|k| k.public()).collect();
+                    k.sort_unstable();
+                    k.dedup();
+                    k
+                },
             });
         }
     }
@@ -101,7 +111,8 @@ pub fn dot() -> String {
     }
     for c in g.graph.classes() {
         for (to, e) in &c.after {
-            let kinds: Vec<String> = e.kinds().map(|k| k.to_string()).collect();
+            let mut kinds: Vec<String> = e.kinds().map(|k| k.public().to_string()).collect();
+            kinds.dedup();
             let site = e
                 .first_sites()
                 .map(|x| format!("\\n{} -> {}", x.prev, x.next))
@@ -145,6 +156,7 @@ pub fn reset() {
         g.reported_cycles.clear();
         g.reported_misuse.clear();
         g.classes_exhausted_reported = false;
+        g.instance_pairs_exhausted_reported = false;
         chain::clear();
     }
     with_state(|st| st.clear());

@@ -15,15 +15,20 @@
 //! | successful try-lock | the real try-lock, then, only if it succeeded, [`acquire`]`(.., trylock = true, ..)` |
 //! | a blocking lock that gave up (timeout, error) | [`release`]`(map, site)` |
 //! | unlock (guard drop) | [`release`]`(map, site)`, in any order |
-//! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking |
-//! | write guard downgraded to read | [`set_held_mode`]`(map, Mode::Read)` |
+//! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking; with condvar tracking, [`condvar_wait`] in between and [`condvar_notify`] on notify |
+//! | write guard downgraded to read (or to upgradable) | [`set_held_mode`]`(map, Mode::Read)` (`Mode::Upgradable`) |
+//! | blocking upgrade of an upgradable read | [`upgrade`]`(map, site)` **before** it may block |
+//! | successful `try_upgrade` | [`set_held_mode`]`(map, Mode::Exclusive)` |
 //! | a lock the validator must not check | [`LockMap::novalidate`] |
 //! | a guard moved to another thread | [`detach`] on the old thread, [`DetachedLock::attach`] on the new one |
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
 //!
 //! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
-//! reader that may queue behind a waiting writer (`RwLock::read`), and
-//! [`Mode::RecursiveRead`] for `read_recursive`. `subclass` (0..[`MAX_SUBCLASSES`]) and
+//! reader that may queue behind a waiting writer (`RwLock::read`),
+//! [`Mode::RecursiveRead`] for `read_recursive`, and [`Mode::Upgradable`] for
+//! `upgradable_read`. Build the map with a `const` constructor in the lock's `const fn new`:
+//! [`LockMap::of_type`]`::<T>("Mutex")` (unnamed) or [`LockMap::named_of_type`], both
+//! `#[track_caller]`, so the class is the user's construction site and the protected type. `subclass` (0..[`MAX_SUBCLASSES`]) and
 //! `nest_lock` are the kernel's `*_lock_nested()` and `*_lock_nest_lock()` annotations.
 //! `site` is the source location a report names for the operation; it is only displayed. Pass
 //! `Location::caller()` from `#[track_caller]` wrapper methods, so that it is the user's call
@@ -54,9 +59,12 @@
 //!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
 //!    with no lock taken and no shared write. That is the fast path.
 //! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
-//!    held?), then `check_prevs_add`: for each new dependency `prev -> next`, the strong-path
-//!    search (`graph::search`) looks for a path `next ->* prev`; if there is none the
-//!    dependency is recorded (`graph::table`) and the chain cached.
+//!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
+//!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
+//!    each new dependency `prev -> next`, the strong-path search (`graph::search`) looks for
+//!    a path `next ->* prev`; if there is none the dependency is recorded (`graph::table`)
+//!    and the chain cached (marked if it nests a class in itself; the checked pairs go to the
+//!    thread's `pair_cache`).
 //! 5. **Report** (`report`): a problem is built into a [`Report`] (`report::build`) while the
 //!    graph lock is held, and delivered by the [`Policy`] (`report::policy`) after it is
 //!    released, before the entry is pushed.
@@ -65,24 +73,71 @@
 //! the chain keys above it are recomputed. Freed lock memory and thread exit are checked in
 //! `thread` too.
 //!
-//! # Rules (from the kernel)
+//! # Rules (from the kernel, and where they differ)
 //!
-//! - **Classes**: a lock's class comes from its construction site (default), a static
+//! - **Classes**: a lock's class comes from its construction site *and its protected type*
+//!   ([`LockMap::of_type`], what wrappers use), its site alone ([`LockMap::new`]), a static
 //!   [`LockClassKey`], a [`DynamicKey`], or the instance itself ([`LockMap::per_instance`],
 //!   opt-in), plus the subclass. The graph is over classes, so AB/BA between *different*
-//!   instances of two classes is found.
+//!   instances of two classes is found. The kernel's class is the init site; the type is
+//!   added because Rust code often constructs every lock of a library in one generic adapter
+//!   (`fn new(t: T) -> Mutex<T>` on one line): per site, all of them would be one class, and
+//!   every nesting of two of them would look like recursion. The adapter is monomorphized per
+//!   `T`, and so is the class. Every constructor but [`LockMap::with_dynamic_key`] and
+//!   [`LockMap::per_instance`] is `const` (`static M: Mutex<_> = Mutex::new(..)`): the class
+//!   is found at the first acquisition.
+//! - **Names**: a named lock names its class (the first map that creates it) and itself in
+//!   reports ([`LockDesc::name`]). An unnamed lock's class reads as its kind, type and site,
+//!   `Mutex<u64>@src/bank.rs:12`, with type paths cut to their last segment
+//!   (`Vec<Notified>`) and registry paths to the crate's directory (`tokio-1.54.1/src/x.rs`).
+//!   The name is built once, when the class is created, and freed with it; a map holds only
+//!   `&'static` pieces.
+//! - **Two instances of one class** ([`Nesting`]): the kernel reports any nesting of two
+//!   instances of a class unless it is annotated (a subclass, a nest_lock), which nobody can
+//!   do inside third-party code. The default here, [`Nesting::InstanceOrder`], accepts any
+//!   fixed order and reports two instances ever taken in both orders (more generally a cycle
+//!   among a class's instances), by any threads, at any time, as a
+//!   [`Report::CircularDependency`] naming the instances and every site. Memory is bounded:
+//!   a freed lock forgets its pairs, and at most [`MAX_INSTANCE_PAIRS`] are kept (reported as
+//!   a capacity exhaustion). The kernel's rule is [`Nesting::Strict`], globally
+//!   ([`set_nesting`]) or per key ([`LockClassKey::with_nesting`],
+//!   [`DynamicKey::with_nesting`]). The same instance taken again is always reported.
+//!   Limitation: instance pairs are kept only within a class; a nesting like `A1 -> B -> A2`
+//!   still makes the class dependencies `A -> B -> A`, a cycle.
 //! - **Dependencies**: acquiring `next` adds `prev -> next` for the top held lock and for every
 //!   trylock directly above the first non-trylock (`check_prevs_add()`). A trylock acquisition
 //!   gets no dependency into itself but, once held, gives dependencies to later acquisitions.
-//! - **Readers**: dependencies are EN/SN/ER/SR ([`DepKind`]); only a *strong* cycle (no
-//!   `-(*R)->` followed by `-(S*)->`) is reported, so recursive readers do not give false
-//!   positives.
-//! - **Same class**: taking a class already held is reported (same instance:
-//!   [`Report::RecursiveLocking`]; another instance: [`Report::MissingNestingAnnotation`]),
-//!   except a recursive read after any read, or with a held `nest_lock`.
+//! - **Readers**: which holding blocks which acquisition of one lock is one table (an
+//!   upgradable read held blocks only writers and upgradable reads; acquired, it waits for
+//!   every holder, readers included, through a writer queued behind them):
+//!
+//!   | acquired \ held | Exclusive | Read, RecursiveRead | Upgradable |
+//!   |---|---|---|---|
+//!   | Exclusive, Upgradable (and an upgrade) | waits | waits | waits |
+//!   | Read | waits | waits (behind a queued writer) | no |
+//!   | RecursiveRead | waits | no | no |
+//!
+//!   Dependencies are named [`DepKind`]s: EN/SN/ER/SR as in the kernel, plus UN, UR, EU, SU,
+//!   UU for upgradable reads. Only a *strong* cycle is reported: at every lock on it, the
+//!   acquisition that ends one dependency must be able to wait for the holding that starts
+//!   the next (for the kernel's kinds: no `-(*R)->` followed by `-(S*)->`), so recursive
+//!   readers, and plain readers of an upgradable holder, give no false positives. An
+//!   [`upgrade`] is an exclusive acquisition of the lock under the other held locks (not its
+//!   own upgradable entry), so "read R; upgradable R; upgrade R" is recursive locking, and
+//!   "B; upgradable A; upgrade A" orders B before a *write* of A. Upgradable reads follow
+//!   parking_lot's `RawRwLock`; the kernel has none.
+//! - **Same class**: the same instance taken again in a mode that waits for its holding is
+//!   [`Report::RecursiveLocking`] (a recursive read after any read, or a read under an
+//!   upgradable read, is fine); another instance follows the class's [`Nesting`] rule
+//!   ([`Report::MissingNestingAnnotation`] under the strict one unless a `nest_lock` is held).
 //! - **Chain cache**: an acquisition whose held-lock chain (classes, modes, try flags) was
 //!   validated before costs a per-thread cache probe (then a read-only global table probe) and
-//!   takes no lock.
+//!   takes no lock. A chain that nests a class in itself is cached with a mark, and a hit on
+//!   it also checks the pairs of instances against a per-thread cache of checked pairs (which
+//!   a freed lock with pairs invalidates), so a cached chain never hides a new instance pair.
+//! - **Cycle reports** name, for every dependency, the instances on which it was first seen
+//!   ([`Dependency::from_instance`]), so a cycle that closes only across two pools of locks
+//!   can be told from one within a pool.
 //! - **Each distinct cycle is reported once**, the offending dependency is not recorded, and the
 //!   validator never turns itself off.
 //!
@@ -107,8 +162,12 @@
 //! - Held locks are per thread: "unregister while held" and "held lock freed" see only the
 //!   calling thread's locks. A lock map must not move while it is held (guards that borrow the
 //!   lock guarantee this).
-//! - Lock–join and lock–condvar-notify deadlocks are found only through annotations
-//!   ([`PseudoLock`]).
+//! - Lock–join deadlocks are found only through annotations ([`PseudoLock`]). Lock–condvar
+//!   deadlocks (waiting while holding a lock the notifier needs) are found with condvar
+//!   tracking, off by default ([`set_condvar_tracking`]): a wait may be ended by another
+//!   notifier, a timeout or a spurious wakeup, so the dependencies it records are a claim the
+//!   program must make (the kernel removed its general tracking of such waits, cross-release,
+//!   after false positives).
 //!
 //! # Tests
 //!
@@ -128,10 +187,14 @@ mod limits;
 mod mode;
 // Run-time settings: depth limit, report-once, backtrace capture.
 mod settings;
+// How two instances of one class may nest, and the epoch of cached instance pairs.
+mod nesting;
 // Class ids, the keys classes are made from, the generation table, a lock map's class cache.
 mod class;
 // Chain keys and the per-thread and global chain caches.
 mod chain;
+// Each thread's cache of checked instance pairs.
+mod pair_cache;
 // The class table, the dependencies between classes, the strong-path search.
 mod graph;
 // A thread's held-lock stack, as data.
@@ -150,8 +213,11 @@ mod map;
 mod resolve;
 // The acquire hook: chain cache, check_deadlock, check_prevs_add.
 mod validate;
-// Held-lock queries and assertions, mode and subclass changes, pinning, detach/attach.
+// Held-lock queries and assertions, mode and subclass changes, upgrade, pinning,
+// detach/attach.
 mod annotate;
+// Opt-in condvar dependency tracking.
+mod condvar;
 // Pseudo-locks for waits that are not locks.
 mod pseudo;
 // Counters, the dependency list, DOT output, reset.
@@ -161,9 +227,10 @@ use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
-    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock,
+    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, DetachedLock,
 };
 pub use class::ClassId;
+pub use condvar::{condvar_notify, condvar_wait, set_condvar_tracking, CondvarMap};
 pub use graph::Trace;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
@@ -172,13 +239,14 @@ pub use keys::{
     key_table_sync, set_key_table_sync, DynamicKey, KeyHandle, KeySyncStrategy, KeyTableSync,
     LockClassKey,
 };
-pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_SUBCLASSES};
+pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_INSTANCE_PAIRS, MAX_SUBCLASSES};
 pub use map::LockMap;
 pub use mode::{DepKind, Mode};
+pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
     set_policy, AssertKind, Capacity, CircularDependency, Dependency, Handler, KeyMisuse, LockDesc,
-    Policy, Report, SameClass, ThreadDesc,
+    LockInstance, Policy, Report, SameClass, ThreadDesc,
 };
 pub use settings::{set_capture_backtraces, set_max_depth, set_report_each_cycle_once};
 
@@ -220,8 +288,8 @@ pub fn acquire(
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     let found = thread::release(map.instance());
-    if found != thread::Release::Released {
-        thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
+    if !matches!(found, thread::Release::Released) {
+        validate::release_slow(map, found, site);
     }
 }
 

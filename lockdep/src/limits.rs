@@ -51,3 +51,18 @@ pub(crate) const LOCAL_CHAIN_SLOTS: usize = 64;
 /// [`set_max_depth`](crate::set_max_depth). Locks above it are still tracked and validated; the
 /// first crossing is reported once per thread.
 pub const DEFAULT_MAX_DEPTH: usize = 48;
+
+/// The most instance-order pairs kept at a time, counted by kind (see
+/// [`Nesting::InstanceOrder`](crate::Nesting::InstanceOrder)).
+///
+/// Why this value: a pair costs about a hundred bytes, so the cap bounds the instance graph to
+/// a few MiB, while a program that nests thousands of instances of its classes in a fixed
+/// order (every bucket of a table, every node of a tree path) stays well below it. A freed lock
+/// gives its pairs back. Reaching the cap is reported
+/// ([`Capacity::InstancePairs`](crate::Capacity::InstancePairs)); pairs past it are not
+/// recorded (their order is not validated) until pairs are freed.
+pub const MAX_INSTANCE_PAIRS: usize = 1 << 16;
+
+/// The number of slots of each thread's direct-mapped cache of checked instance pairs: 512
+/// bytes of thread-local storage; a miss costs a check under the graph lock.
+pub(crate) const LOCAL_PAIR_SLOTS: usize = 64;

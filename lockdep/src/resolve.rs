@@ -9,7 +9,7 @@
 
 use std::panic::Location;
 
-use crate::class::{generation, ClassId, KeyRef};
+use crate::class::{generation, name, ClassId, KeyRef};
 use crate::graph_lock::graph_lock;
 use crate::keys::{lookup, misuse};
 use crate::limits::MAX_SUBCLASSES;
@@ -60,7 +60,13 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
                     return ClassId::NONE;
                 }
             }
-            match g.graph.create(key, subclass, map.name()) {
+            let nesting = match key {
+                KeyRef::Static(k) => k.0.nesting(),
+                KeyRef::Dynamic { addr, serial } => lookup::nesting_of_locked(&g, addr, serial),
+                _ => None,
+            };
+            let name = name::class_name(map.name(), map.is_named(), key);
+            match g.graph.create(key, subclass, &name, nesting) {
                 Ok(id) => id,
                 Err(_full) => {
                     let first = !std::mem::replace(&mut g.classes_exhausted_reported, true);

@@ -10,7 +10,7 @@ mod common;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 
 use common::*;
-use lockdep::{DynamicKey, KeyMisuse, LockClassKey, LockMap, Mode, Policy, Report};
+use lockdep::{DynamicKey, KeyMisuse, LockClassKey, LockMap, Mode, Nesting, Policy, Report};
 
 // Scenario C01, plain ABBA inversion, also when only one thread ever runs
 // (bertptrs/tracing-mutex #35, google/sanitizers #488).
@@ -320,7 +320,8 @@ static FUNNEL_SCHED: LockClassKey = LockClassKey::new();
 #[test]
 fn nesting_one_class_needs_an_annotation() {
     let _h = start();
-    let node = LockClassKey::new();
+    // The kernel's rule for this class (the default, instance order, accepts any fixed order).
+    let node = LockClassKey::with_nesting(Nesting::Strict);
     let node: &'static LockClassKey = Box::leak(Box::new(node));
     let n: Vec<&'static LockMap> = (0..4)
         .map(|_| &*Box::leak(Box::new(LockMap::with_key("Node", node))))

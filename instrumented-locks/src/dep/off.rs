@@ -81,6 +81,8 @@ impl<'a> Track<'a> {
     #[inline(always)]
     pub(crate) fn reacquire(&mut self, _mode: Mode, _site: Site) {}
     #[inline(always)]
+    pub(crate) fn upgrade(&mut self, _site: Site) {}
+    #[inline(always)]
     pub(crate) fn set_mode(&mut self, _mode: Mode) {}
     #[inline(always)]
     pub(crate) fn restore(&mut self, _was_held: bool, _site: Site) {}

@@ -153,6 +153,17 @@ impl<'a> Track<'a> {
         }
     }
 
+    /// A blocking upgrade of the held upgradable read: validated as a write acquisition under
+    /// the other held locks before the caller blocks (`lockdep::upgrade`); then held
+    /// exclusively.
+    #[inline]
+    pub(crate) fn upgrade(&mut self, site: Site) {
+        if self.held {
+            lockdep::upgrade(self.map, site);
+            self.mode = Mode::Exclusive;
+        }
+    }
+
     /// Changes the mode of the held entry in place, without validation (downgrade,
     /// successful try-upgrade: neither can wait). The kernel's `lock_downgrade()`.
     #[inline]

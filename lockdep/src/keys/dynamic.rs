@@ -10,6 +10,7 @@ use super::sync;
 use super::table::{self, bucket_index, KeyNode};
 use crate::class::KeyRef;
 use crate::graph_lock::graph_lock;
+use crate::nesting::Nesting;
 use crate::report::KeyMisuse;
 use crate::thread;
 
@@ -58,8 +59,24 @@ impl DynamicKey {
     /// Creates a key without registering it; call [`register`](Self::register) before use.
     pub fn new_unregistered(name: &str) -> DynamicKey {
         DynamicKey {
-            node: KeyNode::alloc(name),
+            node: KeyNode::alloc(name, None),
         }
+    }
+
+    /// Creates and registers a key whose classes always use `nesting` for two of their
+    /// instances taken nested, whatever [`set_nesting`](crate::set_nesting) says.
+    #[track_caller]
+    pub fn with_nesting(name: &str, nesting: Nesting) -> DynamicKey {
+        let key = DynamicKey {
+            node: KeyNode::alloc(name, Some(nesting)),
+        };
+        key.register();
+        key
+    }
+
+    /// The nesting rule this key fixes, if any.
+    pub fn nesting(&self) -> Option<Nesting> {
+        self.node().nesting
     }
 
     fn node(&self) -> &KeyNode {

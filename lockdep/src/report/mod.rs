@@ -12,6 +12,6 @@ mod types;
 pub(crate) use policy::{deliver, deliver_no_unwind, delivered};
 pub use policy::{set_policy, Handler, Policy};
 pub use types::{
-    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
-    ThreadDesc,
+    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
+    Report, SameClass, ThreadDesc,
 };

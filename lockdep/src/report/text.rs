@@ -8,7 +8,8 @@
 use std::fmt;
 
 use super::types::{
-    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass, ThreadDesc,
+    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, Report, SameClass,
+    ThreadDesc,
 };
 use crate::mode::Mode;
 
@@ -25,12 +26,18 @@ fn lock_line(f: &mut fmt::Formatter<'_>, l: &LockDesc) -> fmt::Result {
         Mode::Exclusive => "",
         Mode::Read => " (read)",
         Mode::RecursiveRead => " (recursive read)",
+        Mode::Upgradable => " (upgradable read)",
     };
     let t = if l.trylock { " (trylock)" } else { "" };
+    // The instance's own name, when the class is named otherwise.
+    let n = match l.name {
+        Some(name) if name != l.class_name => format!(" \"{name}\""),
+        _ => String::new(),
+    };
     writeln!(
         f,
-        "{:#x} ({}){}{}, at: {}",
-        l.instance, l.class_name, r, t, l.site
+        "{:#x} ({}){}{}{}, at: {}",
+        l.instance, l.class_name, n, r, t, l.site
     )
 }
 
@@ -79,19 +86,56 @@ fn acquisition(
     }
 }
 
+/// An instance as a chain link shows it: its address, and its name if it has one.
+struct Instance<'a>(&'a LockInstance);
+
+impl fmt::Display for Instance<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.name {
+            Some(name) => write!(f, "{:#x} \"{name}\"", self.0.address),
+            None => write!(f, "{:#x}", self.0.address),
+        }
+    }
+}
+
+/// How a chain link names the two ends of dependency `d`: by class, or, in a cycle among
+/// instances of one class, by instance (its name, or the class, and its address).
+fn ends(d: &Dependency, by_instance: bool) -> (String, String) {
+    if by_instance {
+        (
+            label(&d.from, &d.from_instance),
+            label(&d.to, &d.to_instance),
+        )
+    } else {
+        (d.from.clone(), d.to.clone())
+    }
+}
+
+/// An instance of class `class`: `name 0x...`, or `class 0x...` if it has no name.
+fn label(class: &str, i: &LockInstance) -> String {
+    format!("{} {:#x}", i.name.unwrap_or(class), i.address)
+}
+
 /// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken.
-fn chain_link(f: &mut fmt::Formatter<'_>, k: usize, d: &Dependency, acquired: &str) -> fmt::Result {
-    writeln!(f, "\n-> #{k} ({}):", d.to)?;
-    writeln!(
-        f,
-        "       {} {acquired} at {} [{}]",
-        d.to, d.to_site, d.kind
-    )?;
-    writeln!(
-        f,
-        "       while holding {} acquired at {}",
-        d.from, d.from_site
-    )?;
+fn chain_link(
+    f: &mut fmt::Formatter<'_>,
+    k: usize,
+    d: &Dependency,
+    acquired: &str,
+    by_instance: bool,
+) -> fmt::Result {
+    let (from, to) = ends(d, by_instance);
+    writeln!(f, "\n-> #{k} ({to}):")?;
+    writeln!(f, "       {to} {acquired} at {} [{}]", d.to_site, d.kind)?;
+    writeln!(f, "       while holding {from} acquired at {}", d.from_site)?;
+    if !by_instance {
+        writeln!(
+            f,
+            "       first seen on {} -> {}",
+            Instance(&d.from_instance),
+            Instance(&d.to_instance)
+        )?;
+    }
     trace(f, d)
 }
 
@@ -102,15 +146,47 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
     let n = c.cycle.len();
     for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
-        chain_link(f, k, d, "acquired")?;
+        chain_link(f, k, d, "acquired", c.instance_order)?;
     }
     if let Some(d) = c.cycle.first() {
-        chain_link(f, 0, d, "being acquired")?;
+        chain_link(f, 0, d, "being acquired", c.instance_order)?;
     }
+    writeln!(
+        f,
+        "\n[XY]: X = how the held lock was held (E exclusive, S reader, U upgradable read), \
+         Y = how the next was taken (N writer or reader, R recursive reader, U upgradable read)"
+    )?;
     writeln!(f, "\nother info that might help us debug this:\n")?;
-    // The class that depends on `holding` last on the path (the kernel's "parent").
-    let parent = c.cycle.last().map(|d| d.from.clone()).unwrap_or_default();
-    let (held_name, new_name) = (&c.holding.class_name, &c.acquiring.class_name);
+    if c.instance_order {
+        writeln!(
+            f,
+            "the cycle is among instances of one class ({}), taken in different orders\n",
+            c.holding.class_name
+        )?;
+    }
+    // The class that depends on `holding` last on the path (the kernel's "parent"); for a
+    // cycle among instances of one class, the instances themselves.
+    let last = c.cycle.last();
+    let (parent, held_name, new_name) = if c.instance_order {
+        let of = |l: &LockDesc| {
+            let i = LockInstance {
+                address: l.instance,
+                name: l.name,
+            };
+            label(&l.class_name, &i)
+        };
+        (
+            last.map(|d| ends(d, true).0).unwrap_or_default(),
+            of(&c.holding),
+            of(&c.acquiring),
+        )
+    } else {
+        (
+            last.map(|d| d.from.clone()).unwrap_or_default(),
+            c.holding.class_name.clone(),
+            c.acquiring.class_name.clone(),
+        )
+    };
     if n > 2 {
         writeln!(f, "Chain exists of:")?;
         writeln!(f, "  {new_name} --> {parent} --> {held_name}\n")?;
@@ -262,6 +338,7 @@ impl fmt::Display for Report {
                 let what_s = match what {
                     Capacity::HeldLocks => "MAX_LOCK_DEPTH",
                     Capacity::Classes => "MAX_LOCKDEP_CLASSES",
+                    Capacity::InstancePairs => "MAX_INSTANCE_PAIRS",
                 };
                 banner(f, &format!("BUG: {what_s} too low!"))?;
                 writeln!(

@@ -27,6 +27,9 @@ pub struct LockDesc {
     pub class_name: String,
     /// The lock instance (the address of its [`LockMap`](crate::LockMap)).
     pub instance: usize,
+    /// The instance's own name, if its map has one (the class may be named after another
+    /// instance, or after the lock's type and site).
+    pub name: Option<&'static str>,
     /// The acquire mode.
     pub mode: Mode,
     /// True if the lock was taken by a trylock.
@@ -35,7 +38,19 @@ pub struct LockDesc {
     pub site: &'static Location<'static>,
 }
 
-/// One dependency of a cycle, with both of its acquisition sites.
+/// One lock instance as a dependency saw it.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LockInstance {
+    /// The address of its [`LockMap`](crate::LockMap), as in [`LockDesc::instance`]. A freed
+    /// lock's address may be reused by a later lock.
+    pub address: usize,
+    /// The map's name, if it has one.
+    pub name: Option<&'static str>,
+}
+
+/// One dependency of a cycle, with both of its acquisition sites and the instances on which it
+/// was first seen.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dependency {
@@ -43,12 +58,18 @@ pub struct Dependency {
     pub from: String,
     /// The class that was acquired while `from` was held.
     pub to: String,
-    /// The dependency kind (EN/SN/ER/SR).
+    /// The dependency kind (EN, SN, ER, SR, or one with an upgradable read).
     pub kind: DepKind,
     /// Where `from` was acquired when the dependency was recorded.
     pub from_site: &'static Location<'static>,
     /// Where `to` was acquired when the dependency was recorded.
     pub to_site: &'static Location<'static>,
+    /// The instance of `from` that was held when the dependency was first seen: with
+    /// [`to_instance`](Self::to_instance), it tells whether a cycle closes within one group
+    /// of locks (one pool, one table) or only across groups.
+    pub from_instance: LockInstance,
+    /// The instance of `to` that was acquired when the dependency was first seen.
+    pub to_instance: LockInstance,
     /// The full stack of that acquisition, if backtrace capture was on when the dependency
     /// was recorded (for `cycle[0]`, the current stack if capture is on).
     pub trace: Option<Trace>,
@@ -68,6 +89,10 @@ pub struct CircularDependency {
     /// `holding` was acquired and the current site); `cycle[1..]` are the recorded
     /// dependencies `acquiring -> ... -> holding`, in path order.
     pub cycle: Vec<Dependency>,
+    /// True for a cycle among instances of one class
+    /// ([`Nesting::InstanceOrder`](crate::Nesting::InstanceOrder)): every dependency is then
+    /// between two instances of the same class, told apart by their `*_instance` fields.
+    pub instance_order: bool,
     /// The thread's held locks, bottom first.
     pub held: Vec<LockDesc>,
 }
@@ -130,6 +155,10 @@ pub enum Capacity {
     /// The number of live lock classes ([`MAX_CLASSES`](crate::MAX_CLASSES)); locks of new
     /// classes are tracked but not validated until classes are freed.
     Classes,
+    /// The number of instance-order pairs ([`MAX_INSTANCE_PAIRS`](crate::MAX_INSTANCE_PAIRS));
+    /// new pairs are not recorded (their order is not validated) until locks with pairs are
+    /// freed.
+    InstancePairs,
 }
 
 /// Everything the validator can report.

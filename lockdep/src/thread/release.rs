@@ -5,6 +5,7 @@ use std::panic::Location;
 use super::local::with_state;
 use crate::class::ClassId;
 use crate::graph_lock::graph_lock;
+use crate::held::Left;
 use crate::report::{self, build, AssertKind};
 
 /// What a release found.
@@ -15,8 +16,9 @@ pub(crate) enum Release {
     Released,
     /// This thread does not hold the lock.
     NotHeld,
-    /// The lock was held and pinned; it is released anyway.
-    WasPinned,
+    /// The lock was held and is released, and its entry carried marks: it was pinned (which
+    /// is reported), or an instance pair from it was checked (its map must be told).
+    Marked { pinned: bool, paired: bool },
 }
 
 /// Takes the topmost entry of lock instance `instance` off this thread's stack. No lock taken;
@@ -25,14 +27,23 @@ pub(crate) enum Release {
 pub(crate) fn release(instance: usize) -> Release {
     with_state(|st| match st.find(instance) {
         None => Release::NotHeld,
-        Some(i) if st.release_at(i) > 0 => Release::WasPinned,
-        Some(_) => Release::Released,
+        Some(i) => match st.release_at(i) {
+            Left {
+                pins: 0,
+                paired: false,
+            } => Release::Released,
+            Left { pins, paired } => Release::Marked {
+                pinned: pins > 0,
+                paired,
+            },
+        },
     })
     .unwrap_or(Release::Released)
 }
 
 /// Reports what [`release`] found for the lock map `name` at `instance` (its cached class
-/// `class`), released at `site`. Nothing for [`Release::Released`].
+/// `class`), released at `site`. Nothing for [`Release::Released`] or an unpinned
+/// [`Release::Marked`].
 #[cold]
 pub(crate) fn report_release(
     found: Release,
@@ -41,12 +52,15 @@ pub(crate) fn report_release(
     instance: usize,
     site: &'static Location<'static>,
 ) {
+    if let Release::Released | Release::Marked { pinned: false, .. } = found {
+        return;
+    }
     let r = with_state(|st| {
         let g = graph_lock();
         match found {
-            Release::Released => None,
+            Release::Released | Release::Marked { pinned: false, .. } => None,
             Release::NotHeld => Some(build::bad_unlock(&g.graph, st, name, class, instance, site)),
-            Release::WasPinned => Some(build::assertion_failed(
+            Release::Marked { pinned: true, .. } => Some(build::assertion_failed(
                 &g.graph,
                 st,
                 AssertKind::ReleasedWhilePinned,
