@@ -22,7 +22,7 @@ use crate::graph_lock::{graph_lock, Global};
 use crate::held::{HeldLock, ThreadState};
 use crate::map::LockMap;
 use crate::mode::{DepKind, Mode};
-use crate::report::{self, build, Report};
+use crate::report::{self, build, episode, Capacity, Report};
 use crate::resolve::resolve_class;
 use crate::settings;
 use crate::thread::with_state;
@@ -98,7 +98,8 @@ pub(crate) fn acquire(
         if nest != 0 && st.find(nest).is_none() {
             return FastPath::Slow;
         }
-        if nest == 0 && st.depth() >= settings::max_depth() && !st.depth_reported {
+        if nest == 0 && st.depth() == settings::max_depth() {
+            // This acquisition crosses the depth limit: an episode to report.
             return FastPath::Slow;
         }
         let next = st.next(entry());
@@ -130,9 +131,9 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
             entry.nest_lock = 0;
         }
         let limit = settings::max_depth();
-        if entry.nest_lock == 0 && st.depth() >= limit && !st.depth_reported {
-            st.depth_reported = true;
-            reports.push(build::depth_exhausted(st, limit));
+        if entry.nest_lock == 0 && st.depth() == limit {
+            let episode = episode::next(Capacity::HeldLocks);
+            reports.push(build::depth_exhausted(st, limit, episode));
         }
         if entry.trylock || entry.class.is_none() {
             return reports;
@@ -212,7 +213,7 @@ fn check_deadlock(
 
 /// Adds `prev -> next` for the top held lock and every trylock directly above the first
 /// non-trylock (kernel: `check_prevs_add()`); stops at the first cycle, which is reported
-/// (once per distinct cycle, see [`crate::set_report_each_cycle_once`]) and not recorded.
+/// (printed once per distinct cycle, see [`crate::set_report_repeats`]) and not recorded.
 fn check_prevs_add(
     g: &mut Global,
     st: &ThreadState,
@@ -241,18 +242,13 @@ fn check_prevs_add(
                 if let Some(path) = search::strong_path(&g.graph, prev.class, next.class, kind) {
                     // Relaxed: a statistic.
                     CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
-                    let sig = signature(prev.class, &path);
-                    if !settings::report_cycles_once() || g.reported_cycles.insert(sig) {
-                        reports.push(build::circular(
-                            &g.graph,
-                            st,
-                            prev,
-                            next,
-                            kind,
-                            &path,
-                            capture(),
-                        ));
+                    // Every attempt is reported: the delivery prints each distinct cycle
+                    // (this set of classes) once, but panics for every attempt if asked to.
+                    let mut r = build::circular(&g.graph, st, prev, next, kind, &path, capture());
+                    if let Report::CircularDependency(c) = &mut r {
+                        c.class_set = signature(prev.class, &path);
                     }
+                    reports.push(r);
                     return Verdict::Invalid;
                 }
                 let sites = EdgeSites {
@@ -270,7 +266,7 @@ fn check_prevs_add(
     Verdict::Valid
 }
 
-/// A signature of a cycle: its set of classes.
+/// A signature of a cycle: its set of classes (what makes two cycle reports the same).
 fn signature(prev: ClassId, path: &[Step]) -> u64 {
     let mut ids: Vec<u32> = path.iter().map(|s| s.from).collect();
     ids.push(prev.index());

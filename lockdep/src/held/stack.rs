@@ -27,8 +27,6 @@ pub(crate) struct ThreadState {
     nested: u32,
     /// The chains this thread validated (or found validated) recently.
     pub cache: LocalCache,
-    /// Set once the depth limit was reported for this thread (reported once, never silent).
-    pub depth_reported: bool,
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
@@ -60,7 +58,6 @@ impl ThreadState {
             pins: 0,
             nested: 0,
             cache: LocalCache::new(),
-            depth_reported: false,
             identity: OnceCell::new(),
         }
     }
@@ -210,11 +207,10 @@ impl ThreadState {
         std::mem::take(&mut self.held)
     }
 
-    /// Forgets the stack, the chain cache and the depth report (the validator's reset).
+    /// Forgets the stack and the chain cache (the validator's reset).
     pub fn clear(&mut self) {
         self.take_all();
         self.cache.clear();
-        self.depth_reported = false;
     }
 
     fn rekey(&mut self, i: usize) {
@@ -362,14 +358,12 @@ mod tests {
         );
         st.pin(0);
         st.cache.insert(42);
-        st.depth_reported = true;
         assert_eq!(st.take_all().len(), 1);
         assert_eq!((st.top_key(), st.depth()), (0, 0));
         push(&mut st, entry(2));
         st.clear();
         assert!(st.entries().is_empty());
         assert!(!st.cache.contains(42));
-        assert!(!st.depth_reported);
         // The counters were reset with the stack: a new entry releases cleanly.
         push(&mut st, entry(3));
         assert_eq!(st.release_at(0), 0);

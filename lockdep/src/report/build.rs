@@ -73,12 +73,13 @@ pub(crate) fn key_misuse(thread: ThreadDesc, kind: KeyMisuse, key: &str, site: S
     }
 }
 
-/// All [`MAX_CLASSES`] classes are live.
-pub(crate) fn classes_exhausted(thread: ThreadDesc) -> Report {
+/// All [`MAX_CLASSES`] classes are live, for the `episode`-th time.
+pub(crate) fn classes_exhausted(thread: ThreadDesc, episode: u64) -> Report {
     Report::CapacityExhausted {
         thread,
         what: Capacity::Classes,
         limit: MAX_CLASSES,
+        episode,
     }
 }
 
@@ -99,12 +100,13 @@ pub(crate) fn nest_lock_not_held(
     }
 }
 
-/// The thread's held-lock depth reached `limit`.
-pub(crate) fn depth_exhausted(st: &ThreadState, limit: usize) -> Report {
+/// The thread's held-lock depth reached `limit`, for the `episode`-th time.
+pub(crate) fn depth_exhausted(st: &ThreadState, limit: usize, episode: u64) -> Report {
     Report::CapacityExhausted {
         thread: thread(st),
         what: Capacity::HeldLocks,
         limit,
+        episode,
     }
 }
 
@@ -176,6 +178,7 @@ pub(crate) fn circular(
         holding: lock(g, prev),
         cycle,
         held: held(g, st),
+        class_set: 0,
     })
 }
 
@@ -245,6 +248,7 @@ pub(crate) fn assertion_failed(
         kind,
         lock: lock.to_owned(),
         site,
+        acquired_at: None,
         held: held(g, st),
     }
 }

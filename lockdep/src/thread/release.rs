@@ -5,7 +5,7 @@ use std::panic::Location;
 use super::local::with_state;
 use crate::class::ClassId;
 use crate::graph_lock::graph_lock;
-use crate::report::{self, build, AssertKind};
+use crate::report::{self, build, AssertKind, Report};
 
 /// What a release found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,8 +15,8 @@ pub(crate) enum Release {
     Released,
     /// This thread does not hold the lock.
     NotHeld,
-    /// The lock was held and pinned; it is released anyway.
-    WasPinned,
+    /// The lock was held and pinned (and acquired at the site); it is released anyway.
+    WasPinned(&'static Location<'static>),
 }
 
 /// Takes the topmost entry of lock instance `instance` off this thread's stack. No lock taken;
@@ -25,14 +25,22 @@ pub(crate) enum Release {
 pub(crate) fn release(instance: usize) -> Release {
     with_state(|st| match st.find(instance) {
         None => Release::NotHeld,
-        Some(i) if st.release_at(i) > 0 => Release::WasPinned,
-        Some(_) => Release::Released,
+        Some(i) => {
+            let acquired_at = st.entries()[i].site;
+            if st.release_at(i) > 0 {
+                Release::WasPinned(acquired_at)
+            } else {
+                Release::Released
+            }
+        }
     })
     .unwrap_or(Release::Released)
 }
 
 /// Reports what [`release`] found for the lock map `name` at `instance` (its cached class
-/// `class`), released at `site`. Nothing for [`Release::Released`].
+/// `class`), released at `site` (the guard-drop placeholder when the site is unknown: the
+/// report then shows "(guard drop)" and, for a pinned lock, its acquisition site). Nothing for
+/// [`Release::Released`].
 #[cold]
 pub(crate) fn report_release(
     found: Release,
@@ -46,13 +54,19 @@ pub(crate) fn report_release(
         match found {
             Release::Released => None,
             Release::NotHeld => Some(build::bad_unlock(&g.graph, st, name, class, instance, site)),
-            Release::WasPinned => Some(build::assertion_failed(
-                &g.graph,
-                st,
-                AssertKind::ReleasedWhilePinned,
-                name,
-                site,
-            )),
+            Release::WasPinned(acquired) => {
+                let mut r = build::assertion_failed(
+                    &g.graph,
+                    st,
+                    AssertKind::ReleasedWhilePinned,
+                    name,
+                    site,
+                );
+                if let Report::AssertionFailed { acquired_at, .. } = &mut r {
+                    *acquired_at = Some(acquired);
+                }
+                Some(r)
+            }
         }
     });
     if let Some(Some(r)) = r {
