@@ -281,7 +281,7 @@ pub fn acquire(
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     let found = thread::release(map.instance());
-    if found != thread::Release::Released {
+    if !matches!(found, thread::Release::Released) {
         thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
     }
 }

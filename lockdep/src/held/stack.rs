@@ -133,8 +133,15 @@ impl ThreadState {
         pins
     }
 
-    /// Drops entry `i` (a release); returns the pin count it had.
+    /// True if any held entry is pinned.
     #[inline]
+    pub fn any_pinned(&self) -> bool {
+        self.pins != 0
+    }
+
+    /// Drops entry `i` (a release); returns the pin count it had. Always inlined: it is the
+    /// whole of a release's work on the hot path.
+    #[inline(always)]
     pub fn release_at(&mut self, i: usize) -> u32 {
         let pins = self.leave(i);
         if i + 1 == self.held.len() {

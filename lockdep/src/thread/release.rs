@@ -26,11 +26,12 @@ pub(crate) fn release(instance: usize) -> Release {
     with_state(|st| match st.find(instance) {
         None => Release::NotHeld,
         Some(i) => {
-            let acquired_at = st.entries()[i].site;
-            if st.release_at(i) > 0 {
-                Release::WasPinned(acquired_at)
-            } else {
-                Release::Released
+            // Only if something is pinned (rare) can this entry be, and its report needs the
+            // site that acquired it.
+            let acquired_at = st.any_pinned().then(|| st.entries()[i].site);
+            match (st.release_at(i), acquired_at) {
+                (pins, Some(site)) if pins > 0 => Release::WasPinned(site),
+                _ => Release::Released,
             }
         }
     })
