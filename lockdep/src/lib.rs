@@ -14,7 +14,8 @@
 //! | blocking lock / write / read | [`acquire`]`(map, subclass, mode, false, nest_lock, site)` **before** it may block, then the real lock |
 //! | successful try-lock | the real try-lock, then, only if it succeeded, [`acquire`]`(.., trylock = true, ..)` |
 //! | a blocking lock that gave up (timeout, error) | [`release`]`(map, site)` |
-//! | unlock (guard drop) | [`release`]`(map, site)`, in any order |
+//! | unlock by an explicit call | [`release`]`(map, site)`, in any order |
+//! | unlock by guard drop | [`release_guard`]`(map)` (or [`release`] with [`guard_drop_site`]), in any order |
 //! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking; with condvar tracking, [`condvar_wait`] in between and [`condvar_notify`] on notify |
 //! | write guard downgraded to read (or to upgradable) | [`set_held_mode`]`(map, Mode::Read)` (`Mode::Upgradable`) |
 //! | blocking upgrade of an upgradable read | [`upgrade`]`(map, site)` **before** it may block |
@@ -33,13 +34,34 @@
 //! `site` is the source location a report names for the operation; it is only displayed. Pass
 //! `Location::caller()` from `#[track_caller]` wrapper methods, so that it is the user's call
 //! (`lock()`, an explicit `unlock()`). A guard's `Drop::drop` cannot be `#[track_caller]`, so
-//! for a release by guard drop it is a location in the wrapper's drop code (or wherever the
-//! wrapper recorded it, e.g. when the guard was created), not the place where the guard went
-//! out of scope.
+//! the place where a guard went out of scope is unknown: release it with [`release_guard`],
+//! and reports show "(guard drop)" and the site that acquired the lock, never a line of the
+//! wrapper.
 //!
 //! A report is delivered before `acquire` returns, i.e. before the real lock can block, so a
 //! self-deadlock is reported instead of hanging. With [`Policy::Panic`] the panic happens
 //! before the lock is marked held.
+//!
+//! # Reports and the policy
+//!
+//! The [`Policy`] says where a [`Report`] goes: printed to standard error ([`Policy::Stderr`],
+//! the default), a panic of the thread that made it ([`Policy::Panic`]), or a callback
+//! ([`Policy::Callback`]).
+//!
+//! - **Deduplicated**: each distinct report (its kind, and the classes, sites and modes it is
+//!   about; for a cycle, its set of classes) is printed or handed to the callback once; a
+//!   repeat is counted ([`Stats::repeats_suppressed`], per kind), and when repeats were
+//!   suppressed the process prints a [`summary`] line at exit ("3 distinct reports, 99,997
+//!   repeats suppressed"; [`print_summary`] prints it on request).
+//!   [`set_report_repeats`]`(true)` delivers every occurrence. Deduplication is about output:
+//!   [`Policy::Panic`] and a [`test_scope`] panic at every occurrence.
+//! - **Visible under `cargo test`**: [`Policy::Stderr`] writes to the standard-error
+//!   descriptor directly, one write per report, so the test harness (which captures
+//!   `eprintln!`) does not hide reports of passing tests, and two reports never interleave.
+//! - **Re-entrancy safe**: a callback runs with no validator lock held and may lock (its lock
+//!   operations are tracked and validated), allocate, log, call back into lockdep or panic. A
+//!   report its own lock operations make is printed at once and handed to it after it
+//!   returned, never from inside it; a panicking callback leaves the validator as it was.
 //!
 //! # The life of an acquisition
 //!
@@ -138,8 +160,8 @@
 //! - **Cycle reports** name, for every dependency, the instances on which it was first seen
 //!   ([`Dependency::from_instance`]), so a cycle that closes only across two pools of locks
 //!   can be told from one within a pool.
-//! - **Each distinct cycle is reported once**, the offending dependency is not recorded, and the
-//!   validator never turns itself off.
+//! - **Each distinct report is printed once** (see above), the offending dependency of a cycle
+//!   is not recorded, and the validator never turns itself off.
 //!
 //! # Dynamic keys and hazard pointers
 //!
@@ -152,13 +174,26 @@
 //!
 //! # Limits
 //!
-//! - At most [`MAX_CLASSES`] live classes; beyond that, new classes are reported once
-//!   ([`Report::CapacityExhausted`]) and their locks are tracked without validation until
-//!   classes are freed (keys unregistered, or [`reset`]).
-//! - The held-lock depth limit ([`set_max_depth`]) is reported once per thread; deeper locks
-//!   are still tracked and validated.
+//! - Every crossing of a fixed limit is an *episode*, reported as
+//!   [`Report::CapacityExhausted`] with its number, rate limited per limit: episodes 1, 2, 4,
+//!   8, ... (powers of two) are delivered, the others counted
+//!   ([`Stats::repeats_suppressed`]). A count rather than a clock, so a run's reports do not
+//!   depend on its speed.
+//! - At most [`MAX_CLASSES`] live classes; beyond that, locks of new classes are tracked
+//!   without validation until classes are freed (keys unregistered, or [`reset`]). An episode
+//!   lasts from the first class that could not be created to the next one that could.
+//! - The held-lock depth limit ([`set_max_depth`]): each acquisition that takes a thread past
+//!   it is an episode; deeper locks are still tracked and validated.
 //! - The global chain cache is a fixed table; when full it is flushed (counted in
-//!   [`Stats::chain_cache_flushes`]), which only costs re-validation.
+//!   [`Stats::chain_cache_flushes`]), which only costs re-validation: no validation is lost,
+//!   so it is not reported.
+//! - Deduplication remembers 4096 distinct reports; beyond that, new distinct reports are
+//!   delivered every time. One delivery hands a report callback at most 64 reports caused by
+//!   its own lock operations; more are counted in [`Stats::reports_dropped`].
+//! - `fork()`: `pthread_atfork` handlers take every validator-internal lock around a fork, so
+//!   the child of a multi-threaded program never inherits one locked by a thread it does not
+//!   have, and the child forgets the hazard pointers of those threads; the child's held stack
+//!   is the forking thread's. A `fork()` from inside [`with_graph_lock_held`] would deadlock.
 //! - Held locks are per thread: "unregister while held" and "held lock freed" see only the
 //!   calling thread's locks. A lock map must not move while it is held (guards that borrow the
 //!   lock guarantee this).
@@ -171,8 +206,25 @@
 //!
 //! # Tests
 //!
-//! [`reset`] returns the validator to a clean state; set a [`Policy::Callback`] to collect
-//! reports. The validator is process-wide, so tests that use it should be serialized.
+//! One line makes every report fail the test whose thread made it, even if the same report
+//! was printed earlier in the process (by another test, say):
+//!
+//! ```
+//! # fn test_body() {}
+//! let _scope = lockdep::test_scope();
+//! test_body(); // a report on this thread panics it, at the report
+//! ```
+//!
+//! The thread panics at the report, before the lock operation takes effect (so a real
+//! deadlock fails the test instead of hanging it), and the guard panics at its drop if
+//! reports were recorded that could not panic their thread (at thread exit, during
+//! unwinding) or whose panic was swallowed. Threads the test spawns enter the scope with
+//! [`TestScope::handle`] and [`ScopeHandle::enter`]. Tests run in parallel each have their
+//! own scope.
+//!
+//! To look at reports instead, set a [`Policy::Callback`] that collects them, and [`reset`]
+//! the validator at the start of each test (which also forgets which reports were already
+//! delivered); the validator is process-wide, so such tests should be serialized.
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -183,9 +235,13 @@
 //
 // Every fixed size, with the reason for it.
 mod limits;
+// The placeholder site of a release by guard drop.
+mod site;
+// `pthread_atfork` handlers: every internal lock is taken around a fork.
+mod fork;
 // Acquire modes and dependency kinds.
 mod mode;
-// Run-time settings: depth limit, report-once, backtrace capture.
+// Run-time settings: depth limit, report repeats, backtrace capture.
 mod settings;
 // How two instances of one class may nest, and the epoch of cached instance pairs.
 mod nesting;
@@ -199,7 +255,8 @@ mod pair_cache;
 mod graph;
 // A thread's held-lock stack, as data.
 mod held;
-// What a report says, its text, how it is built, where it goes.
+// What a report says, its text, how it is built, where it goes (deduplicated, re-entrancy
+// safe), test scopes.
 mod report;
 // The graph lock and what it guards.
 mod graph_lock;
@@ -245,10 +302,14 @@ pub use mode::{DepKind, Mode};
 pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
-    set_policy, AssertKind, Capacity, CircularDependency, Dependency, Handler, KeyMisuse, LockDesc,
-    LockInstance, Policy, Report, SameClass, ThreadDesc,
+    print_summary, set_policy, summary, test_scope, AssertKind, Capacity, CircularDependency,
+    Dependency, EnteredScope, Handler, KeyMisuse, LockDesc, LockInstance, Policy, Report,
+    ReportKind, SameClass, ScopeHandle, Summary, TestScope, ThreadDesc,
 };
-pub use settings::{set_capture_backtraces, set_max_depth, set_report_each_cycle_once};
+pub use settings::{
+    set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
+};
+pub use site::is_guard_drop;
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
 ///
@@ -283,14 +344,31 @@ pub fn acquire(
 /// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
 /// may be anywhere in the held stack (out-of-order unlock is allowed). Releasing a lock this
 /// thread does not hold gives [`Report::BadUnlockBalance`]; releasing a pinned lock gives
-/// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop, a
-/// location in the wrapper, see the crate docs). No lock taken on the normal path.
+/// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop,
+/// use [`release_guard`]). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     let found = thread::release(map.instance());
     if !matches!(found, thread::Release::Released) {
         validate::release_slow(map, found, site);
     }
+}
+
+/// Records that this thread released the lock `map` by dropping a guard, where the release
+/// site is unknown (a `Drop::drop` cannot be `#[track_caller]`): [`release`] with
+/// [`guard_drop_site`]. Reports about it show "(guard drop)" and, for a held lock, the site
+/// that acquired it. Thread-safe; no lock taken on the normal path.
+#[inline]
+pub fn release_guard(map: &LockMap) {
+    release(map, site::guard_drop());
+}
+
+/// The site to pass to [`release`] (or wherever a site of a release is asked for) when it is
+/// unknown, as in a guard's drop: a placeholder location inside lockdep, which reports show as
+/// "(guard drop)" (test it with [`is_guard_drop`]).
+#[inline]
+pub fn guard_drop_site() -> &'static Location<'static> {
+    site::guard_drop()
 }
 
 /// Validates an acquisition of `map` without holding it afterwards (the kernel's

@@ -25,7 +25,7 @@ use crate::held::{HeldLock, ThreadState};
 use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
 use crate::nesting::{self, Nesting};
-use crate::report::{self, build, Report};
+use crate::report::{self, build, episode, Capacity, Report};
 use crate::resolve::resolve_class;
 use crate::settings;
 use crate::thread::{self, with_state, Release};
@@ -118,7 +118,8 @@ pub(crate) fn acquire_with(
         if nest != 0 && st.find(nest).is_none() {
             return FastPath::Slow;
         }
-        if nest == 0 && st.depth() >= settings::max_depth() && !st.depth_reported {
+        if nest == 0 && st.depth() == settings::max_depth() {
+            // This acquisition crosses the depth limit: an episode to report.
             return FastPath::Slow;
         }
         let next = st.next(entry());
@@ -230,9 +231,9 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
             entry.nest_lock = 0;
         }
         let limit = settings::max_depth();
-        if entry.nest_lock == 0 && st.depth() >= limit && !st.depth_reported {
-            st.depth_reported = true;
-            reports.push(build::depth_exhausted(st, limit));
+        if entry.nest_lock == 0 && st.depth() == limit {
+            let episode = episode::next(Capacity::HeldLocks);
+            reports.push(build::depth_exhausted(st, limit, episode));
         }
         if entry.trylock || entry.class.is_none() {
             return reports;
@@ -408,7 +409,7 @@ fn check_deadlock(
 }
 
 /// Records the instance pair `held -> next` of one class unless it closes a strong cycle
-/// among the class's instances (then reported, once per distinct cycle, and false).
+/// among the class's instances (then reported, printed once per distinct cycle, and false).
 fn check_pair_add(
     g: &mut Global,
     st: &ThreadState,
@@ -433,18 +434,13 @@ fn check_pair_add(
     if let Some(path) = path {
         // Relaxed: a statistic.
         CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
-        let sig = instance_signature(next.class, held.instance, &path);
-        if !settings::report_cycles_once() || g.reported_cycles.insert(sig) {
-            reports.push(build::instance_circular(
-                &g.graph,
-                st,
-                held,
-                next,
-                kind,
-                &path,
-                trace.get(),
-            ));
+        // Every attempt is reported; the delivery prints each distinct cycle (this class and
+        // set of instances) once.
+        let mut r = build::instance_circular(&g.graph, st, held, next, kind, &path, trace.get());
+        if let Report::CircularDependency(c) = &mut r {
+            c.class_set = instance_signature(next.class, held.instance, &path);
         }
+        reports.push(r);
         return false;
     }
     let sites = EdgeSites {
@@ -467,7 +463,8 @@ fn check_pair_add(
         }
         Err(PairsFull) => {
             if !std::mem::replace(&mut g.instance_pairs_exhausted_reported, true) {
-                reports.push(build::instance_pairs_exhausted(st));
+                let episode = episode::next(Capacity::InstancePairs);
+                reports.push(build::instance_pairs_exhausted(st, episode));
             }
         }
     }
@@ -476,7 +473,7 @@ fn check_pair_add(
 
 /// Adds `prev -> next` for the top held lock and every trylock directly above the first
 /// non-trylock (kernel: `check_prevs_add()`); stops at the first cycle, which is reported
-/// (once per distinct cycle, see [`crate::set_report_each_cycle_once`]) and not recorded.
+/// (printed once per distinct cycle, see [`crate::set_report_repeats`]) and not recorded.
 fn check_prevs_add(
     g: &mut Global,
     st: &ThreadState,
@@ -501,7 +498,7 @@ fn check_prevs_add(
 
 /// Records the dependency `prev -> next` (in the modes they have) unless it is recorded or
 /// closes a strong cycle (kernel: `check_prev_add()`); false after a cycle, which is reported
-/// once per distinct cycle.
+/// (printed once per distinct cycle by the delivery).
 fn check_prev_add(
     g: &mut Global,
     st: &ThreadState,
@@ -518,18 +515,13 @@ fn check_prev_add(
     {
         // Relaxed: a statistic.
         CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
-        let sig = signature(prev.class, &path);
-        if !settings::report_cycles_once() || g.reported_cycles.insert(sig) {
-            reports.push(build::circular(
-                &g.graph,
-                st,
-                prev,
-                next,
-                kind,
-                &path,
-                trace.get(),
-            ));
+        // Every attempt is reported: the delivery prints each distinct cycle (this set of
+        // classes) once, but panics for every attempt if asked to.
+        let mut r = build::circular(&g.graph, st, prev, next, kind, &path, trace.get());
+        if let Report::CircularDependency(c) = &mut r {
+            c.class_set = signature(prev.class, &path);
         }
+        reports.push(r);
         return false;
     }
     let sites = EdgeSites {
@@ -605,7 +597,7 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
     }
 }
 
-/// A signature of a cycle: its set of classes.
+/// A signature of a cycle: its set of classes (what makes two cycle reports the same).
 fn signature(prev: ClassId, path: &[Step<u32>]) -> u64 {
     let mut ids: Vec<u32> = path.iter().map(|s| s.from).collect();
     ids.push(prev.index());

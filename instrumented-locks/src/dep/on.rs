@@ -189,6 +189,6 @@ impl<'a> Track<'a> {
 
 impl Drop for Track<'_> {
     fn drop(&mut self) {
-        self.release(Location::caller());
+        self.release(lockdep::guard_drop_site());
     }
 }

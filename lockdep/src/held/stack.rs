@@ -30,8 +30,6 @@ pub(crate) struct ThreadState {
     pub cache: LocalCache,
     /// The instance pairs this thread checked recently.
     pub pairs: PairCache,
-    /// Set once the depth limit was reported for this thread (reported once, never silent).
-    pub depth_reported: bool,
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
@@ -73,7 +71,6 @@ impl ThreadState {
             nested: 0,
             cache: LocalCache::new(),
             pairs: PairCache::new(),
-            depth_reported: false,
             identity: OnceCell::new(),
         }
     }
@@ -150,8 +147,15 @@ impl ThreadState {
         left
     }
 
-    /// Drops entry `i` (a release); returns what it carried.
+    /// True if any held entry carries a mark (a pin or a checked instance pair).
     #[inline]
+    pub fn any_marked(&self) -> bool {
+        self.marks != 0
+    }
+
+    /// Drops entry `i` (a release); returns what it carried. Always inlined: it is the whole
+    /// of a release's work on the hot path.
+    #[inline(always)]
     pub fn release_at(&mut self, i: usize) -> Left {
         let left = self.leave(i);
         if i + 1 == self.held.len() {
@@ -241,12 +245,11 @@ impl ThreadState {
         std::mem::take(&mut self.held)
     }
 
-    /// Forgets the stack, the chain cache and the depth report (the validator's reset).
+    /// Forgets the stack and the chain cache (the validator's reset).
     pub fn clear(&mut self) {
         self.take_all();
         self.cache.clear();
         self.pairs.clear();
-        self.depth_reported = false;
     }
 
     fn rekey(&mut self, i: usize) {
@@ -418,14 +421,12 @@ mod tests {
         );
         st.pin(0);
         st.cache.insert(42, false);
-        st.depth_reported = true;
         assert_eq!(st.take_all().len(), 1);
         assert_eq!((st.top_key(), st.depth()), (0, 0));
         push(&mut st, entry(2));
         st.clear();
         assert!(st.entries().is_empty());
         assert_eq!(st.cache.lookup(42), crate::chain::Hit::Miss);
-        assert!(!st.depth_reported);
         // The counters were reset with the stack: a new entry releases cleanly.
         push(&mut st, entry(3));
         assert_eq!(st.release_at(0).pins, 0);

@@ -162,19 +162,21 @@ impl DynamicKey {
         }
         // Unlink and zap under the graph lock (a class of the key can then never be created
         // again: class creation checks registration under the same lock), then, with the
-        // graph lock dropped, wait for the lookups that were walking this bucket.
+        // graph lock dropped, wait for the lookups that were walking this bucket. An unknown
+        // key is reported after all of it, with no validator lock held.
+        let mut unknown = false;
         sync::unlink_and_wait(self.bucket(), || {
             let mut g = graph_lock();
             if !table::unlink(&mut g, self.node) {
-                drop(g);
-                if report_unknown {
-                    misuse::report(KeyMisuse::UnknownKey, self.name(), site);
-                }
+                unknown = true;
                 return false;
             }
             g.graph.zap_key(key);
             true
         });
+        if unknown && report_unknown {
+            misuse::report(KeyMisuse::UnknownKey, self.name(), site);
+        }
     }
 }
 

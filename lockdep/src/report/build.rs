@@ -75,21 +75,23 @@ pub(crate) fn key_misuse(thread: ThreadDesc, kind: KeyMisuse, key: &str, site: S
     }
 }
 
-/// All [`MAX_CLASSES`] classes are live.
-pub(crate) fn classes_exhausted(thread: ThreadDesc) -> Report {
+/// All [`MAX_CLASSES`] classes are live, for the `episode`-th time.
+pub(crate) fn classes_exhausted(thread: ThreadDesc, episode: u64) -> Report {
     Report::CapacityExhausted {
         thread,
         what: Capacity::Classes,
         limit: MAX_CLASSES,
+        episode,
     }
 }
 
-/// [`MAX_INSTANCE_PAIRS`] instance-order pairs are kept.
-pub(crate) fn instance_pairs_exhausted(st: &ThreadState) -> Report {
+/// [`MAX_INSTANCE_PAIRS`] instance-order pairs are kept, for the `episode`-th time.
+pub(crate) fn instance_pairs_exhausted(st: &ThreadState, episode: u64) -> Report {
     Report::CapacityExhausted {
         thread: thread(st),
         what: Capacity::InstancePairs,
         limit: MAX_INSTANCE_PAIRS,
+        episode,
     }
 }
 
@@ -110,12 +112,13 @@ pub(crate) fn nest_lock_not_held(
     }
 }
 
-/// The thread's held-lock depth reached `limit`.
-pub(crate) fn depth_exhausted(st: &ThreadState, limit: usize) -> Report {
+/// The thread's held-lock depth reached `limit`, for the `episode`-th time.
+pub(crate) fn depth_exhausted(st: &ThreadState, limit: usize, episode: u64) -> Report {
     Report::CapacityExhausted {
         thread: thread(st),
         what: Capacity::HeldLocks,
         limit,
+        episode,
     }
 }
 
@@ -252,6 +255,7 @@ pub(crate) fn circular(
         cycle,
         instance_order: false,
         held: held(g, st),
+        class_set: 0,
     })
 }
 
@@ -287,6 +291,7 @@ pub(crate) fn instance_circular(
         cycle,
         instance_order: true,
         held: held(g, st),
+        class_set: 0,
     })
 }
 
@@ -357,6 +362,7 @@ pub(crate) fn assertion_failed(
         kind,
         lock: lock.to_owned(),
         site,
+        acquired_at: None,
         held: held(g, st),
     }
 }

@@ -6,12 +6,14 @@
 //! "*** DEADLOCK ***" and the held locks. The wording is ours.
 
 use std::fmt;
+use std::panic::Location;
 
 use super::types::{
     Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, Report, SameClass,
     ThreadDesc,
 };
 use crate::mode::Mode;
+use crate::site::is_guard_drop;
 
 fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
     let n = title.len();
@@ -139,11 +141,26 @@ fn chain_link(
     trace(f, d)
 }
 
+/// The one-line legend of the dependency tags of a cycle's chain (see [`DepKind`](crate::DepKind)).
+const TAGS: &str = "([XY]: the earlier lock was held X = E exclusively or S shared (read); the \
+                    later one taken Y = N non-recursively or R as a recursive read)";
+
+/// A release site as a report shows it: "(guard drop)" for the placeholder of a release
+/// whose site is unknown.
+fn release_site(site: &Location<'_>) -> String {
+    if is_guard_drop(site) {
+        "(guard drop)".to_owned()
+    } else {
+        site.to_string()
+    }
+}
+
 fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     let title = "WARNING: possible circular locking dependency detected";
     acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
     writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
+    writeln!(f, "{TAGS}")?;
     let n = c.cycle.len();
     for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
         chain_link(f, k, d, "acquired", c.instance_order)?;
@@ -252,7 +269,7 @@ impl fmt::Display for Report {
                     "{}/{} is trying to release lock ({}) at:",
                     thread.name, thread.id, releasing.class_name
                 )?;
-                writeln!(f, "{}", releasing.site)?;
+                writeln!(f, "{}", release_site(releasing.site))?;
                 writeln!(f, "but there are no more locks to release!\n")?;
                 writeln!(f, "other info that might help us debug this:")?;
                 held_block(f, thread, held)
@@ -320,13 +337,20 @@ impl fmt::Display for Report {
                 kind,
                 lock,
                 site,
+                acquired_at,
                 held,
             } => {
                 banner(f, "WARNING: lock annotation failed!")?;
+                let acquired = match acquired_at {
+                    Some(a) if is_guard_drop(site) => format!(" of the lock acquired at {a}"),
+                    _ => String::new(),
+                };
                 writeln!(
                     f,
-                    "{}/{}: {kind:?} for lock ({lock}) at {site}\n",
-                    thread.name, thread.id
+                    "{}/{}: {kind:?} for lock ({lock}) at {}{acquired}\n",
+                    thread.name,
+                    thread.id,
+                    release_site(site)
                 )?;
                 held_block(f, thread, held)
             }
@@ -334,6 +358,7 @@ impl fmt::Display for Report {
                 thread,
                 what,
                 limit,
+                episode,
             } => {
                 let what_s = match what {
                     Capacity::HeldLocks => "MAX_LOCK_DEPTH",
@@ -345,7 +370,15 @@ impl fmt::Display for Report {
                     f,
                     "{}/{}: the limit is {limit}; the validator keeps running.",
                     thread.name, thread.id
-                )
+                )?;
+                if *episode > 1 {
+                    writeln!(
+                        f,
+                        "This is episode {episode} of this limit; episodes 1, 2, 4, 8, ... \
+                         are reported, every one is counted (lockdep::stats())."
+                    )?;
+                }
+                Ok(())
             }
         }
     }

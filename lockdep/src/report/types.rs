@@ -34,7 +34,9 @@ pub struct LockDesc {
     pub mode: Mode,
     /// True if the lock was taken by a trylock.
     pub trylock: bool,
-    /// Where it was acquired (or released, for a release report).
+    /// Where it was acquired (or released, for a release report; a release by guard drop,
+    /// whose site is unknown, has lockdep's placeholder site, see
+    /// [`is_guard_drop`](crate::is_guard_drop)).
     pub site: &'static Location<'static>,
 }
 
@@ -95,6 +97,9 @@ pub struct CircularDependency {
     pub instance_order: bool,
     /// The thread's held locks, bottom first.
     pub held: Vec<LockDesc>,
+    /// A hash of the cycle's set of classes: what makes two cycle reports the same report for
+    /// deduplication (set by the validator; 0 in a report built without it).
+    pub(crate) class_set: u64,
 }
 
 /// A lock of a class this thread already holds, taken in a way that can self-deadlock.
@@ -129,7 +134,7 @@ pub enum KeyMisuse {
 
 /// Which annotation failed.
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AssertKind {
     /// `assert_held`: the lock is not held by this thread.
     NotHeld,
@@ -241,8 +246,12 @@ pub enum Report {
         kind: AssertKind,
         /// The lock map's name (empty for `assert_none_held`).
         lock: String,
-        /// Where.
+        /// Where. For a release by guard drop, whose site is unknown
+        /// ([`release_guard`](crate::release_guard)), lockdep's placeholder site, for which
+        /// [`is_guard_drop`](crate::is_guard_drop) is true.
         site: &'static Location<'static>,
+        /// For [`AssertKind::ReleasedWhilePinned`], where the released lock was acquired.
+        acquired_at: Option<&'static Location<'static>>,
         /// The thread's held locks.
         held: Vec<LockDesc>,
     },
@@ -256,10 +265,99 @@ pub enum Report {
         what: Capacity,
         /// The limit's value.
         limit: usize,
+        /// Which exhaustion of this limit since the process started (or the last
+        /// [`reset`](crate::reset)), from 1. An episode is one crossing of the limit: for
+        /// classes, from the first class that could not be created until a class is created
+        /// again; for the held-lock depth, one acquisition that takes a thread's depth past
+        /// the limit. Episodes are rate limited: the 1st, 2nd, 4th, 8th, ... (powers of two)
+        /// are delivered, the others only counted ([`Stats::repeats_suppressed`](crate::Stats)).
+        episode: u64,
     },
 }
 
+/// The kind of a [`Report`] (its variant), for counts such as
+/// [`Stats::suppressed_by_kind`](crate::Stats::suppressed_by_kind).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReportKind {
+    /// [`Report::CircularDependency`].
+    CircularDependency,
+    /// [`Report::RecursiveLocking`].
+    RecursiveLocking,
+    /// [`Report::MissingNestingAnnotation`].
+    MissingNestingAnnotation,
+    /// [`Report::NestLockNotHeld`].
+    NestLockNotHeld,
+    /// [`Report::BadUnlockBalance`].
+    BadUnlockBalance,
+    /// [`Report::HeldLockFreed`].
+    HeldLockFreed,
+    /// [`Report::LockHeldAtExit`].
+    LockHeldAtExit,
+    /// [`Report::KeyMisuse`].
+    KeyMisuse,
+    /// [`Report::AssertionFailed`].
+    AssertionFailed,
+    /// [`Report::CapacityExhausted`].
+    CapacityExhausted,
+}
+
+impl ReportKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ReportKind; 10] = [
+        ReportKind::CircularDependency,
+        ReportKind::RecursiveLocking,
+        ReportKind::MissingNestingAnnotation,
+        ReportKind::NestLockNotHeld,
+        ReportKind::BadUnlockBalance,
+        ReportKind::HeldLockFreed,
+        ReportKind::LockHeldAtExit,
+        ReportKind::KeyMisuse,
+        ReportKind::AssertionFailed,
+        ReportKind::CapacityExhausted,
+    ];
+
+    /// The position of the kind in [`ALL`](Self::ALL).
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the kind is called in a summary line ("possible recursive locking").
+impl std::fmt::Display for ReportKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReportKind::CircularDependency => "possible circular locking dependency",
+            ReportKind::RecursiveLocking => "possible recursive locking",
+            ReportKind::MissingNestingAnnotation => "missing lock nesting annotation",
+            ReportKind::NestLockNotHeld => "nest lock not held",
+            ReportKind::BadUnlockBalance => "bad unlock balance",
+            ReportKind::HeldLockFreed => "held lock freed",
+            ReportKind::LockHeldAtExit => "lock held at thread exit",
+            ReportKind::KeyMisuse => "lock class key misuse",
+            ReportKind::AssertionFailed => "lock annotation failed",
+            ReportKind::CapacityExhausted => "capacity exhausted",
+        })
+    }
+}
+
 impl Report {
+    /// The report's kind (its variant).
+    pub fn kind(&self) -> ReportKind {
+        match self {
+            Report::CircularDependency(_) => ReportKind::CircularDependency,
+            Report::RecursiveLocking(_) => ReportKind::RecursiveLocking,
+            Report::MissingNestingAnnotation(_) => ReportKind::MissingNestingAnnotation,
+            Report::NestLockNotHeld { .. } => ReportKind::NestLockNotHeld,
+            Report::BadUnlockBalance { .. } => ReportKind::BadUnlockBalance,
+            Report::HeldLockFreed { .. } => ReportKind::HeldLockFreed,
+            Report::LockHeldAtExit { .. } => ReportKind::LockHeldAtExit,
+            Report::KeyMisuse { .. } => ReportKind::KeyMisuse,
+            Report::AssertionFailed { .. } => ReportKind::AssertionFailed,
+            Report::CapacityExhausted { .. } => ReportKind::CapacityExhausted,
+        }
+    }
+
     /// The thread the report is about.
     pub fn thread(&self) -> &ThreadDesc {
         match self {
