@@ -91,7 +91,7 @@ static NEXT_DOMAIN_ID: AtomicU64 = AtomicU64::new(1);
 ///
 /// Thread safety: `Domain` is `Send + Sync`; all methods take `&self`.
 pub struct Domain {
-    id: u64,
+    pub(crate) id: u64,
     pub(crate) mode: FenceMode,
     force_slow_path: StdAtomicBool,
     #[cfg(loom)]

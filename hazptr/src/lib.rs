@@ -111,6 +111,7 @@
 mod bloom;
 mod domain;
 mod fence;
+mod fork;
 mod guard;
 mod local;
 mod primitive;

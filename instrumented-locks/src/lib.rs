@@ -199,37 +199,35 @@ pub type ReentrantMutexGuard<'a, T> = generic::ReentrantMutexGuard<'a, RawMutex,
 pub type MappedReentrantMutexGuard<'a, T> =
     generic::MappedReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
 
-generic::const_unless_validating! {
-    /// A new [`Mutex`] (parking_lot's `const_mutex`); its class is the caller's location and
-    /// `T`. `const` where the constructors are (see [`generic::Mutex::new`]).
-    #[inline]
-    #[track_caller]
-    pub fn const_mutex[T](val: T) -> Mutex<T> {
-        Mutex::const_new(<RawMutex as lock_api::RawMutex>::INIT, val)
-    }
+/// A new [`Mutex`] (parking_lot's `const_mutex`); its class is the caller's location and
+/// `T`. `const`.
+#[inline]
+#[track_caller]
+pub const fn const_mutex<T>(val: T) -> Mutex<T> {
+    Mutex::const_new(<RawMutex as lock_api::RawMutex>::INIT, val)
+}
 
-    /// A new [`FairMutex`] (parking_lot's `const_fair_mutex`).
-    #[inline]
-    #[track_caller]
-    pub fn const_fair_mutex[T](val: T) -> FairMutex<T> {
-        FairMutex::const_new(<RawFairMutex as lock_api::RawMutex>::INIT, val)
-    }
+/// A new [`FairMutex`] (parking_lot's `const_fair_mutex`).
+#[inline]
+#[track_caller]
+pub const fn const_fair_mutex<T>(val: T) -> FairMutex<T> {
+    FairMutex::const_new(<RawFairMutex as lock_api::RawMutex>::INIT, val)
+}
 
-    /// A new [`RwLock`] (parking_lot's `const_rwlock`).
-    #[inline]
-    #[track_caller]
-    pub fn const_rwlock[T](val: T) -> RwLock<T> {
-        RwLock::const_new(<RawRwLock as lock_api::RawRwLock>::INIT, val)
-    }
+/// A new [`RwLock`] (parking_lot's `const_rwlock`).
+#[inline]
+#[track_caller]
+pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
+    RwLock::const_new(<RawRwLock as lock_api::RawRwLock>::INIT, val)
+}
 
-    /// A new [`ReentrantMutex`] (parking_lot's `const_reentrant_mutex`).
-    #[inline]
-    #[track_caller]
-    pub fn const_reentrant_mutex[T](val: T) -> ReentrantMutex<T> {
-        ReentrantMutex::const_new(
-            <RawMutex as lock_api::RawMutex>::INIT,
-            <RawThreadId as lock_api::GetThreadId>::INIT,
-            val,
-        )
-    }
+/// A new [`ReentrantMutex`] (parking_lot's `const_reentrant_mutex`).
+#[inline]
+#[track_caller]
+pub const fn const_reentrant_mutex<T>(val: T) -> ReentrantMutex<T> {
+    ReentrantMutex::const_new(
+        <RawMutex as lock_api::RawMutex>::INIT,
+        <RawThreadId as lock_api::GetThreadId>::INIT,
+        val,
+    )
 }

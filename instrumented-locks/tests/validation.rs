@@ -260,9 +260,26 @@ fn try_upgrade_and_downgrades_keep_the_held_stack_exact() {
     assert!(take().is_empty());
 }
 
+/// The kernel's strict nesting rule for one test: these tests check the annotations it asks
+/// for (lockdep's default, instance order, accepts any fixed order of two instances).
+struct Strict(lockdep::Nesting);
+
+impl Strict {
+    fn on() -> Strict {
+        Strict(lockdep::set_nesting(lockdep::Nesting::Strict))
+    }
+}
+
+impl Drop for Strict {
+    fn drop(&mut self) {
+        lockdep::set_nesting(self.0);
+    }
+}
+
 #[test]
 fn same_class_nesting_needs_an_annotation() {
     let _h = start();
+    let _strict = Strict::on();
     let nodes: Vec<Mutex<u32>> = (0..3).map(|i| Mutex::named(i, "node")).collect();
     {
         let _p = nodes[0].lock();
@@ -305,6 +322,7 @@ fn nest_lock_allows_any_order_under_the_outer_lock() {
 #[test]
 fn explicit_classes() {
     let _h = start();
+    let _strict = Strict::on();
     static KEY: LockClassKey = LockClassKey::new();
     let a = Mutex::with_class(0, &KEY, "keyed");
     let b = Mutex::with_class(0, &KEY, "keyed");
@@ -503,14 +521,22 @@ fn lock_maps_and_held_queries() {
     assert!(std::ptr::eq(_g.lock_map().unwrap(), mm));
     assert!(std::ptr::eq(_w.lock_map().unwrap(), lm));
     assert!(std::ptr::eq(_re.lock_map().unwrap(), rm));
-    // The default name is the protected type.
-    assert_eq!(Mutex::new(0u8).lock_map().unwrap().name(), "u8");
+    // An unnamed lock reads as its kind, protected type and construction site.
+    let unnamed = Mutex::new(0u8);
+    let map = unnamed.lock_map().unwrap();
+    assert!(!map.is_named());
+    let class = map.class_name();
+    assert!(
+        class.starts_with("Mutex<u8>@") && class.contains("validation.rs"),
+        "{class}"
+    );
     assert!(take().is_empty());
 }
 
 #[test]
 fn reentrant_and_std_flavoured_explicit_classes() {
     let _h = start();
+    let _strict = Strict::on();
     static RKEY: LockClassKey = LockClassKey::new();
     let r1 = ReentrantMutex::with_class(0, &RKEY, "rkey");
     let r2 = ReentrantMutex::with_class(0, &RKEY, "rkey");

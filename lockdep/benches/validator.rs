@@ -1,6 +1,7 @@
 //! Hot-path benchmarks against plain parking_lot and tracing-mutex 0.3.3, in the same run: a
-//! nested pair on a known chain, two threads on private pairs, a new dependency (with key
-//! churn), and a new dependency in front of a long chain (results: `BENCHMARKS.md`).
+//! nested pair on a known chain, a nested pair of two instances of one class, two threads on
+//! private pairs, a new dependency (with key churn), and a new dependency in front of a long
+//! chain (results: `BENCHMARKS.md`).
 //! "lockdep" is parking_lot plus the `acquire`/`release` calls a lock wrapper makes.
 
 use std::hint::black_box;
@@ -68,6 +69,17 @@ fn nested_pair(c: &mut Criterion) {
             drop(black_box(gb));
             drop(black_box(ga));
         })
+    });
+    g.finish();
+}
+
+/// A nested pair of two instances of one class (instance-order nesting): the chain cache's
+/// marked hit plus the thread's cache of checked instance pairs.
+fn nested_same_class(c: &mut Criterion) {
+    let mut g = c.benchmark_group("nested_pair_same_class");
+    let same: Vec<Tracked> = (0..2).map(|_| Tracked::new()).collect();
+    g.bench_function("lockdep", |bench| {
+        bench.iter(|| black_box(&same[0]).with(|| black_box(&same[1]).with(|| ())))
     });
     g.finish();
 }
@@ -226,6 +238,7 @@ fn new_edge_against_long_chain(c: &mut Criterion) {
 criterion_group!(
     benches,
     nested_pair,
+    nested_same_class,
     two_threads_private,
     new_dependency,
     new_edge_against_long_chain

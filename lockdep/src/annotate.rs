@@ -3,7 +3,8 @@
 //!
 //! Kernel counterparts: `lock_is_held_type()`, `lockdep_assert_held*()`,
 //! `lockdep_assert_not_held()`, `lockdep_assert_none_held_once()`, `lock_downgrade()`,
-//! `lock_set_subclass()` and `lockdep_pin_lock()`.
+//! `lock_set_subclass()` and `lockdep_pin_lock()`; [`upgrade`] is parking_lot's
+//! `RwLockUpgradableReadGuard::upgrade`, which the kernel does not have.
 
 use std::panic::Location;
 
@@ -14,6 +15,7 @@ use crate::mode::Mode;
 use crate::report::{self, build, AssertKind, LockDesc};
 use crate::resolve::resolve_class;
 use crate::thread::with_state;
+use crate::validate;
 
 fn fail(kind: AssertKind, lock: &str, site: &'static Location<'static>) {
     let r = with_state(|st| build::assertion_failed(&graph_lock().graph, st, kind, lock, site));
@@ -47,8 +49,9 @@ pub fn assert_held(map: &LockMap) {
     }
 }
 
-/// Like [`assert_held`], and also checks the mode: `Mode::Exclusive` requires a writer, either
-/// read mode accepts any reader (kernel: `lockdep_assert_held_write()` / `_read()`).
+/// Like [`assert_held`], and also checks the mode: `Mode::Exclusive` requires a writer, any
+/// other mode accepts any reader, upgradable reads included (kernel:
+/// `lockdep_assert_held_write()` / `_read()`).
 #[track_caller]
 pub fn assert_held_mode(map: &LockMap, mode: Mode) {
     let site = Location::caller();
@@ -92,6 +95,63 @@ pub fn set_held_mode(map: &LockMap, mode: Mode) {
     });
     if ok == Some(false) {
         fail(AssertKind::NotHeld, map.name(), Location::caller());
+    }
+}
+
+/// Upgrades the held upgradable read of `map` to a write lock (parking_lot's
+/// `RwLockUpgradableReadGuard::upgrade`): validated as an exclusive acquisition of the lock
+/// while the locks this thread holds are held, *excluding the lock's own upgradable entry*,
+/// so call it **before** the real upgrade may block. Afterwards the lock is held exclusively,
+/// at the top of the held stack (later acquisitions depend on it from there). An upgrade while
+/// this thread also holds a plain read of the same lock waits for itself: it is reported as
+/// [`Report::RecursiveLocking`](crate::Report::RecursiveLocking).
+///
+/// A successful non-blocking `try_upgrade` cannot wait: record it with
+/// [`set_held_mode`]`(map, Mode::Exclusive)` instead. A timed upgrade that gives up goes back
+/// with `set_held_mode(map, Mode::Upgradable)`.
+///
+/// Reports [`AssertKind::NotHeld`] (and records nothing) if this thread does not hold `map`,
+/// and [`AssertKind::WrongMode`] if it holds it in another mode than upgradable (then it is
+/// upgraded all the same). `site` is the location reports name (the user's `upgrade` call).
+/// Thread-safe; the graph lock is taken only if the chain is new.
+pub fn upgrade(map: &LockMap, site: &'static Location<'static>) {
+    let taken = with_state(|st| {
+        // The lock's upgradable entry, if it has one besides other holdings of the lock.
+        let i = st
+            .entries()
+            .iter()
+            .rposition(|h| h.instance == map.instance() && h.mode == Mode::Upgradable)
+            .or_else(|| st.find(map.instance()))?;
+        Some(st.remove(i))
+    })
+    .flatten();
+    let Some(entry) = taken else {
+        fail(AssertKind::NotHeld, map.name(), site);
+        return;
+    };
+    if entry.mode != Mode::Upgradable {
+        fail(AssertKind::WrongMode, map.name(), site);
+    }
+    if entry.paired {
+        map.mark_paired();
+    }
+    validate::acquire_with(
+        map,
+        entry.subclass,
+        Mode::Exclusive,
+        false,
+        entry.nest_lock,
+        "",
+        site,
+    );
+    if entry.pin_count > 0 {
+        with_state(|st| {
+            if let Some(i) = st.find(map.instance()) {
+                for _ in 0..entry.pin_count {
+                    st.pin(i);
+                }
+            }
+        });
     }
 }
 

@@ -10,6 +10,12 @@
 //! lock. Entries are never individually removed: a chain that mentions a zapped class can
 //! never match again because class generations never repeat. When the table is full it is
 //! flushed (and counted), so it is bounded and never fails.
+//!
+//! A chain whose last lock is of a class already held below it ("A then A", two instances of
+//! one class) is cached with a mark: the top bit of the stored key, which a computed key never
+//! has. A hit on a marked chain ([`Hit::Nested`]) only says that the *classes* were validated;
+//! the instances must still be checked ([`pair_cache`](crate::pair_cache)). An unmarked hit
+//! costs exactly one comparison, as before.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -24,6 +30,43 @@ static TABLE: [AtomicU64; CHAIN_TABLE_SLOTS] = [const { AtomicU64::new(0) }; CHA
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 static FLUSHES: AtomicUsize = AtomicUsize::new(0);
 
+/// The mark of a chain with same-class nesting in a cache slot: a bit no computed key has.
+const NESTED: u64 = 1 << 63;
+
+/// What a cache knows about a chain key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hit {
+    /// Not cached.
+    Miss,
+    /// Validated; nothing more to check.
+    Plain,
+    /// Validated as classes; its last lock nests in its own class, so the instance pairs
+    /// must be checked too.
+    Nested,
+}
+
+/// The value a cache slot holds for `key`.
+#[inline]
+fn stored(key: u64, nested: bool) -> u64 {
+    if nested {
+        key | NESTED
+    } else {
+        key
+    }
+}
+
+/// What slot value `s` says about `key`.
+#[inline]
+fn hit(s: u64, key: u64) -> Hit {
+    if s == key {
+        Hit::Plain
+    } else if s == key | NESTED {
+        Hit::Nested
+    } else {
+        Hit::Miss
+    }
+}
+
 /// The "folded multiply" of wyhash/foldhash: the 128-bit product's halves xor-ed together.
 /// One multiply of latency, and every output bit depends on every input bit.
 #[inline]
@@ -32,7 +75,8 @@ fn fold_mul(a: u64, b: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// Extends chain key `prev` (0 for the empty stack) with one held lock. Never returns 0.
+/// Extends chain key `prev` (0 for the empty stack) with one held lock. Never returns 0, and
+/// never sets the top bit (the cache's mark of a nested chain).
 ///
 /// The mode and trylock flag are part of the key (the kernel's locking selftest
 /// `rlock_chaincache_ABBA1` needs the mode; the trylock flag decides which dependencies the
@@ -45,15 +89,13 @@ pub(crate) fn extend(prev: u64, class: ClassId, mode: Mode, trylock: bool, neste
     // on `prev`), then folded with `prev` by one more.
     let entry = fold_mul(class.to_bits() ^ (tag << 56), 0x9e37_79b9_7f4a_7c15);
     let k = fold_mul(prev.rotate_left(23) ^ entry, 0xa076_1d64_78bd_642f);
-    if k == 0 {
-        1
-    } else {
-        k
-    }
+    // Bit 63 cleared for the mark, bit 62 set so the key is never 0; the low bits (the cache
+    // indexes) keep the hash's.
+    (k >> 1) | (1 << 62)
 }
 
-/// True if the global table holds `key`. Lock-free, writes nothing.
-pub(crate) fn global_contains(key: u64) -> bool {
+/// What the global table holds for `key`. Lock-free, writes nothing.
+pub(crate) fn global_lookup(key: u64) -> Hit {
     let table = &TABLE;
     let start = key as usize % CHAIN_TABLE_SLOTS;
     for i in 0..PROBE {
@@ -61,17 +103,20 @@ pub(crate) fn global_contains(key: u64) -> bool {
         // dependencies it stands for are only needed by the slow path, which takes the graph
         // lock (and so synchronizes with the inserter) before reading them.
         match table[(start + i) % CHAIN_TABLE_SLOTS].load(Ordering::Relaxed) {
-            0 => return false,
-            k if k == key => return true,
-            _ => {}
+            0 => return Hit::Miss,
+            s => match hit(s, key) {
+                Hit::Miss => {}
+                h => return h,
+            },
         }
     }
-    false
+    Hit::Miss
 }
 
-/// Inserts `key`; the caller holds the graph lock (the only writer). Flushes the whole table
-/// when the probe window is full.
-pub(crate) fn global_insert(key: u64) {
+/// Inserts `key`, marked if `nested`; the caller holds the graph lock (the only writer).
+/// Flushes the whole table when the probe window is full.
+pub(crate) fn global_insert(key: u64, nested: bool) {
+    let value = stored(key, nested);
     let table = &TABLE;
     let start = key as usize % CHAIN_TABLE_SLOTS;
     for attempt in 0..2 {
@@ -80,13 +125,13 @@ pub(crate) fn global_insert(key: u64) {
             // Relaxed: only the graph-lock holder writes the table.
             match slot.load(Ordering::Relaxed) {
                 0 => {
-                    // Relaxed: see `global_contains`; the value carries no pointer.
-                    slot.store(key, Ordering::Relaxed);
+                    // Relaxed: see `global_lookup`; the value carries no pointer.
+                    slot.store(value, Ordering::Relaxed);
                     // Relaxed: a statistic.
                     COUNT.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
-                k if k == key => return,
+                s if hit(s, key) != Hit::Miss => return,
                 _ => {}
             }
         }
@@ -132,14 +177,16 @@ impl LocalCache {
         }
     }
 
+    /// What the cache holds for `key`: an unmarked hit is one comparison.
     #[inline]
-    pub(crate) fn contains(&self, key: u64) -> bool {
-        self.slots[key as usize % LOCAL_SLOTS] == key
+    pub(crate) fn lookup(&self, key: u64) -> Hit {
+        hit(self.slots[key as usize % LOCAL_SLOTS], key)
     }
 
+    /// Caches `key`, marked if `nested`.
     #[inline]
-    pub(crate) fn insert(&mut self, key: u64) {
-        self.slots[key as usize % LOCAL_SLOTS] = key;
+    pub(crate) fn insert(&mut self, key: u64, nested: bool) {
+        self.slots[key as usize % LOCAL_SLOTS] = stored(key, nested);
     }
 
     pub(crate) fn clear(&mut self) {
@@ -173,6 +220,7 @@ mod tests {
             extend(base, ClassId::new(2, 3), Mode::Exclusive, false, false),
             extend(base, class(2), Mode::Read, false, false),
             extend(base, class(2), Mode::RecursiveRead, false, false),
+            extend(base, class(2), Mode::Upgradable, false, false),
             extend(base, class(2), Mode::Exclusive, true, false),
             extend(base, class(2), Mode::Exclusive, false, true),
             extend(0, class(2), Mode::Exclusive, false, false),
@@ -200,17 +248,30 @@ mod tests {
     }
 
     #[test]
-    fn local_cache_is_direct_mapped() {
+    fn chain_key_never_has_the_nested_mark() {
+        let mut k = 0;
+        for i in 0..10_000u32 {
+            k = extend(k, class(i), Mode::Upgradable, false, i % 2 == 0);
+            assert_eq!(k & NESTED, 0);
+        }
+    }
+
+    #[test]
+    fn local_cache_is_direct_mapped_and_keeps_the_mark() {
         let mut c = LocalCache::new();
         let (k1, k2) = (5, 5 + LOCAL_SLOTS as u64);
-        assert!(!c.contains(k1));
-        c.insert(k1);
-        assert!(c.contains(k1));
-        c.insert(k2);
-        assert!(c.contains(k2));
-        assert!(!c.contains(k1), "same slot: the newer key evicts the older");
+        assert_eq!(c.lookup(k1), Hit::Miss);
+        c.insert(k1, false);
+        assert_eq!(c.lookup(k1), Hit::Plain);
+        c.insert(k2, true);
+        assert_eq!(c.lookup(k2), Hit::Nested);
+        assert_eq!(
+            c.lookup(k1),
+            Hit::Miss,
+            "same slot: the newer key evicts the older"
+        );
         c.clear();
-        assert!(!c.contains(k2));
+        assert_eq!(c.lookup(k2), Hit::Miss);
     }
 
     /// The global table is process-wide, so this is the only unit test that touches it.
@@ -221,15 +282,22 @@ mod tests {
             .map(|i| i * CHAIN_TABLE_SLOTS as u64 + 12_345)
             .collect();
         let before = flushes();
-        for &k in &keys[..PROBE] {
-            global_insert(k);
+        for (i, &k) in keys[..PROBE].iter().enumerate() {
+            global_insert(k, i % 2 == 0);
         }
-        assert!(keys[..PROBE].iter().all(|&k| global_contains(k)));
-        assert!(!global_contains(keys[PROBE]));
-        global_insert(keys[PROBE]);
+        for (i, &k) in keys[..PROBE].iter().enumerate() {
+            let want = if i % 2 == 0 { Hit::Nested } else { Hit::Plain };
+            assert_eq!(global_lookup(k), want);
+        }
+        assert_eq!(global_lookup(keys[PROBE]), Hit::Miss);
+        global_insert(keys[PROBE], false);
         assert_eq!(flushes(), before + 1);
-        assert!(global_contains(keys[PROBE]));
-        assert!(!global_contains(keys[0]), "the flush emptied the table");
+        assert_eq!(global_lookup(keys[PROBE]), Hit::Plain);
+        assert_eq!(
+            global_lookup(keys[0]),
+            Hit::Miss,
+            "the flush emptied the table"
+        );
         clear();
         assert_eq!(count(), 0);
     }

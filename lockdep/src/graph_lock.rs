@@ -4,32 +4,48 @@
 //! unregister, and the class names of reports. It never calls out (no handler, no user code)
 //! while holding it, so it cannot deadlock with the application's locks. It is a
 //! `std::sync::Mutex`, and a poisoned lock is used as is: a panic under it can only be a
-//! validator bug, and the validator must never turn itself off.
+//! validator bug, and the validator must never turn itself off. It is taken around every
+//! `fork()` ([`fork`](crate::fork)), so a child never inherits it locked by a thread it does
+//! not have.
 
-use hashbrown::HashSet;
+use std::any::Any;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
+use crate::fork::{self, Participant, Rank};
 use crate::graph::Graph;
-use crate::report::KeyMisuse;
 
 /// Everything guarded by the graph lock.
 #[derive(Default)]
 pub(crate) struct Global {
     /// The class table and the dependencies.
     pub graph: Graph,
-    /// Signatures of cycles already reported (each distinct cycle is reported once).
-    pub reported_cycles: HashSet<u64>,
-    /// (key serial, misuse) pairs already reported.
-    pub reported_misuse: HashSet<(u64, KeyMisuse)>,
-    /// Whether running out of classes was already reported.
-    pub classes_exhausted_reported: bool,
+    /// Classes ran out and none was created since: an exhaustion episode is in progress
+    /// (reported when it began).
+    pub classes_exhausted: bool,
+    /// Whether reaching the cap on instance pairs was reported (in the current episode).
+    pub instance_pairs_exhausted_reported: bool,
     /// Number of registered dynamic keys (the key table's links change only under this lock).
     pub keys: usize,
 }
 
 static GLOBAL: LazyLock<Mutex<Global>> = LazyLock::new(Default::default);
 
+/// Taken around `fork()`, so that no other thread is inside it when the child is made.
+static FORK: Participant = Participant {
+    prepare: fork_prepare,
+    child: fork::nothing,
+};
+
+fn fork_prepare() -> Box<dyn Any> {
+    Box::new(lock())
+}
+
+fn lock() -> MutexGuard<'static, Global> {
+    GLOBAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Takes the graph lock. Poisoning is ignored (see the module docs).
 pub(crate) fn graph_lock() -> MutexGuard<'static, Global> {
-    GLOBAL.lock().unwrap_or_else(PoisonError::into_inner)
+    fork::join(Rank::Graph, &FORK);
+    lock()
 }

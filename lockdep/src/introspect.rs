@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::chain;
 use crate::graph_lock::graph_lock;
 use crate::mode::DepKind;
-use crate::report;
+use crate::report::{self, ReportKind};
 use crate::thread::with_state;
 use crate::validate;
 
@@ -23,12 +23,28 @@ pub struct Stats {
     pub edges: usize,
     /// Dependencies counted by kind (a pair with EN and SR counts 2).
     pub dependencies: usize,
+    /// Instance-order pairs kept, counted by kind (at most
+    /// [`MAX_INSTANCE_PAIRS`](crate::MAX_INSTANCE_PAIRS)).
+    pub instance_pairs: usize,
     /// Chains in the global chain cache.
     pub chains: usize,
     /// Times the global chain cache was flushed because it was full.
     pub chain_cache_flushes: usize,
-    /// Reports delivered since the process started (not reset).
+    /// Reports made since the process started, repeats included (not reset).
     pub reports: u64,
+    /// Reports delivered as the first occurrence of a distinct report (not reset; a report
+    /// made again after [`reset`] counts again). See [`summary`](crate::summary).
+    pub distinct_reports: u64,
+    /// Repeats of a report that were counted but neither printed nor handed to the callback
+    /// (rate-limited capacity episodes included; not reset). See
+    /// [`set_report_repeats`](crate::set_report_repeats).
+    pub repeats_suppressed: u64,
+    /// [`repeats_suppressed`](Self::repeats_suppressed) per report kind, for the kinds with
+    /// any, in [`ReportKind::ALL`] order.
+    pub suppressed_by_kind: Vec<(ReportKind, u64)>,
+    /// Reports that report handlers' own lock operations made and that were not handed to the
+    /// handler, because one delivery had already handed it its bound of them (not reset).
+    pub reports_dropped: u64,
     /// Attempts to close a strong cycle, including ones not reported again because the
     /// cycle had been reported before (not reset).
     pub cycles_found: u64,
@@ -38,7 +54,7 @@ pub struct Stats {
 
 /// A snapshot of the validator's counters. Takes the graph lock briefly.
 pub fn stats() -> Stats {
-    let (keys, classes, edges, dependencies) = {
+    let (keys, classes, edges, dependencies, instance_pairs) = {
         let g = graph_lock();
         let edges = g.graph.classes().map(|c| c.after.len()).sum();
         (
@@ -46,16 +62,28 @@ pub fn stats() -> Stats {
             g.graph.class_count(),
             edges,
             g.graph.dependency_count(),
+            g.graph.instances.pair_count(),
         )
     };
+    let summary = report::summary();
     Stats {
         keys,
         classes,
         edges,
         dependencies,
+        instance_pairs,
         chains: chain::count(),
         chain_cache_flushes: chain::flushes(),
-        reports: report::delivered(),
+        reports: report::made(),
+        distinct_reports: summary.distinct,
+        repeats_suppressed: summary.repeats_suppressed,
+        suppressed_by_kind: summary
+            .by_kind
+            .iter()
+            .filter(|k| k.2 > 0)
+            .map(|k| (k.0, k.2))
+            .collect(),
+        reports_dropped: report::dropped(),
         cycles_found: validate::cycles_found(),
         hazptr_waits: hazptr::Domain::global().stats().synchronize_waits,
     }
@@ -69,7 +97,7 @@ pub struct DependencyInfo {
     pub from: String,
     /// The class acquired while `from` was held.
     pub to: String,
-    /// The kinds recorded for this pair, in EN, SN, ER, SR order.
+    /// The kinds recorded for this pair, in [`DepKind::ALL`] order.
     pub kinds: Vec<DepKind>,
 }
 
@@ -83,7 +111,12 @@ pub fn dependencies() -> Vec<DependencyInfo> {
             out.push(DependencyInfo {
                 from: c.name.to_string(),
                 to: t.name.to_string(),
-                kinds: e.kinds().collect(),
+                kinds: {
+                    let mut k: Vec<DepKind> = e.kinds().map(|k| k.public()).collect();
+                    k.sort_unstable();
+                    k.dedup();
+                    k
+                },
             });
         }
     }
@@ -101,7 +134,8 @@ pub fn dot() -> String {
     }
     for c in g.graph.classes() {
         for (to, e) in &c.after {
-            let kinds: Vec<String> = e.kinds().map(|k| k.to_string()).collect();
+            let mut kinds: Vec<String> = e.kinds().map(|k| k.public().to_string()).collect();
+            kinds.dedup();
             let site = e
                 .first_sites()
                 .map(|x| format!("\\n{} -> {}", x.prev, x.next))
@@ -131,9 +165,10 @@ pub fn with_graph_lock_held<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Resets the validator to a clean state, for tests (the kernel selftest's `reset_locks()`):
-/// zaps every class with its dependencies, empties the chain cache and the sets of
-/// already-reported cycles and key misuses, and clears *this thread's* held stack and chain
-/// cache. Registered dynamic keys stay registered. Lock maps stay usable: their cached class
+/// zaps every class with its dependencies, empties the chain cache, forgets which reports were
+/// delivered (each is delivered once more) and restarts the numbering of capacity episodes,
+/// and clears *this thread's* held stack and chain cache. Counters ([`stats`],
+/// [`summary`](crate::summary)) are not reset. Registered dynamic keys stay registered. Lock maps stay usable: their cached class
 /// ids are dead and they get fresh classes on their next acquire.
 ///
 /// Call it only while no other thread holds or acquires validated locks (tests usually
@@ -142,10 +177,10 @@ pub fn reset() {
     {
         let mut g = graph_lock();
         g.graph.zap_all();
-        g.reported_cycles.clear();
-        g.reported_misuse.clear();
-        g.classes_exhausted_reported = false;
+        g.classes_exhausted = false;
+        g.instance_pairs_exhausted_reported = false;
         chain::clear();
     }
+    report::forget_delivered();
     with_state(|st| st.clear());
 }

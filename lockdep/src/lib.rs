@@ -14,27 +14,54 @@
 //! | blocking lock / write / read | [`acquire`]`(map, subclass, mode, false, nest_lock, site)` **before** it may block, then the real lock |
 //! | successful try-lock | the real try-lock, then, only if it succeeded, [`acquire`]`(.., trylock = true, ..)` |
 //! | a blocking lock that gave up (timeout, error) | [`release`]`(map, site)` |
-//! | unlock (guard drop) | [`release`]`(map, site)`, in any order |
-//! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking |
-//! | write guard downgraded to read | [`set_held_mode`]`(map, Mode::Read)` |
+//! | unlock by an explicit call | [`release`]`(map, site)`, in any order |
+//! | unlock by guard drop | [`release_guard`]`(map)` (or [`release`] with [`guard_drop_site`]), in any order |
+//! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking; with condvar tracking, [`condvar_wait`] in between and [`condvar_notify`] on notify |
+//! | write guard downgraded to read (or to upgradable) | [`set_held_mode`]`(map, Mode::Read)` (`Mode::Upgradable`) |
+//! | blocking upgrade of an upgradable read | [`upgrade`]`(map, site)` **before** it may block |
+//! | successful `try_upgrade` | [`set_held_mode`]`(map, Mode::Exclusive)` |
 //! | a lock the validator must not check | [`LockMap::novalidate`] |
 //! | a guard moved to another thread | [`detach`] on the old thread, [`DetachedLock::attach`] on the new one |
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
 //!
 //! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
-//! reader that may queue behind a waiting writer (`RwLock::read`), and
-//! [`Mode::RecursiveRead`] for `read_recursive`. `subclass` (0..[`MAX_SUBCLASSES`]) and
+//! reader that may queue behind a waiting writer (`RwLock::read`),
+//! [`Mode::RecursiveRead`] for `read_recursive`, and [`Mode::Upgradable`] for
+//! `upgradable_read`. Build the map with a `const` constructor in the lock's `const fn new`:
+//! [`LockMap::of_type`]`::<T>("Mutex")` (unnamed) or [`LockMap::named_of_type`], both
+//! `#[track_caller]`, so the class is the user's construction site and the protected type. `subclass` (0..[`MAX_SUBCLASSES`]) and
 //! `nest_lock` are the kernel's `*_lock_nested()` and `*_lock_nest_lock()` annotations.
 //! `site` is the source location a report names for the operation; it is only displayed. Pass
 //! `Location::caller()` from `#[track_caller]` wrapper methods, so that it is the user's call
 //! (`lock()`, an explicit `unlock()`). A guard's `Drop::drop` cannot be `#[track_caller]`, so
-//! for a release by guard drop it is a location in the wrapper's drop code (or wherever the
-//! wrapper recorded it, e.g. when the guard was created), not the place where the guard went
-//! out of scope.
+//! the place where a guard went out of scope is unknown: release it with [`release_guard`],
+//! and reports show "(guard drop)" and the site that acquired the lock, never a line of the
+//! wrapper.
 //!
 //! A report is delivered before `acquire` returns, i.e. before the real lock can block, so a
 //! self-deadlock is reported instead of hanging. With [`Policy::Panic`] the panic happens
 //! before the lock is marked held.
+//!
+//! # Reports and the policy
+//!
+//! The [`Policy`] says where a [`Report`] goes: printed to standard error ([`Policy::Stderr`],
+//! the default), a panic of the thread that made it ([`Policy::Panic`]), or a callback
+//! ([`Policy::Callback`]).
+//!
+//! - **Deduplicated**: each distinct report (its kind, and the classes, sites and modes it is
+//!   about; for a cycle, its set of classes) is printed or handed to the callback once; a
+//!   repeat is counted ([`Stats::repeats_suppressed`], per kind), and when repeats were
+//!   suppressed the process prints a [`summary`] line at exit ("3 distinct reports, 99,997
+//!   repeats suppressed"; [`print_summary`] prints it on request).
+//!   [`set_report_repeats`]`(true)` delivers every occurrence. Deduplication is about output:
+//!   [`Policy::Panic`] and a [`test_scope`] panic at every occurrence.
+//! - **Visible under `cargo test`**: [`Policy::Stderr`] writes to the standard-error
+//!   descriptor directly, one write per report, so the test harness (which captures
+//!   `eprintln!`) does not hide reports of passing tests, and two reports never interleave.
+//! - **Re-entrancy safe**: a callback runs with no validator lock held and may lock (its lock
+//!   operations are tracked and validated), allocate, log, call back into lockdep or panic. A
+//!   report its own lock operations make is printed at once and handed to it after it
+//!   returned, never from inside it; a panicking callback leaves the validator as it was.
 //!
 //! # The life of an acquisition
 //!
@@ -54,9 +81,12 @@
 //!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
 //!    with no lock taken and no shared write. That is the fast path.
 //! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
-//!    held?), then `check_prevs_add`: for each new dependency `prev -> next`, the strong-path
-//!    search (`graph::search`) looks for a path `next ->* prev`; if there is none the
-//!    dependency is recorded (`graph::table`) and the chain cached.
+//!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
+//!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
+//!    each new dependency `prev -> next`, the strong-path search (`graph::search`) looks for
+//!    a path `next ->* prev`; if there is none the dependency is recorded (`graph::table`)
+//!    and the chain cached (marked if it nests a class in itself; the checked pairs go to the
+//!    thread's `pair_cache`).
 //! 5. **Report** (`report`): a problem is built into a [`Report`] (`report::build`) while the
 //!    graph lock is held, and delivered by the [`Policy`] (`report::policy`) after it is
 //!    released, before the entry is pushed.
@@ -65,26 +95,73 @@
 //! the chain keys above it are recomputed. Freed lock memory and thread exit are checked in
 //! `thread` too.
 //!
-//! # Rules (from the kernel)
+//! # Rules (from the kernel, and where they differ)
 //!
-//! - **Classes**: a lock's class comes from its construction site (default), a static
+//! - **Classes**: a lock's class comes from its construction site *and its protected type*
+//!   ([`LockMap::of_type`], what wrappers use), its site alone ([`LockMap::new`]), a static
 //!   [`LockClassKey`], a [`DynamicKey`], or the instance itself ([`LockMap::per_instance`],
 //!   opt-in), plus the subclass. The graph is over classes, so AB/BA between *different*
-//!   instances of two classes is found.
+//!   instances of two classes is found. The kernel's class is the init site; the type is
+//!   added because Rust code often constructs every lock of a library in one generic adapter
+//!   (`fn new(t: T) -> Mutex<T>` on one line): per site, all of them would be one class, and
+//!   every nesting of two of them would look like recursion. The adapter is monomorphized per
+//!   `T`, and so is the class. Every constructor but [`LockMap::with_dynamic_key`] and
+//!   [`LockMap::per_instance`] is `const` (`static M: Mutex<_> = Mutex::new(..)`): the class
+//!   is found at the first acquisition.
+//! - **Names**: a named lock names its class (the first map that creates it) and itself in
+//!   reports ([`LockDesc::name`]). An unnamed lock's class reads as its kind, type and site,
+//!   `Mutex<u64>@src/bank.rs:12`, with type paths cut to their last segment
+//!   (`Vec<Notified>`) and registry paths to the crate's directory (`tokio-1.54.1/src/x.rs`).
+//!   The name is built once, when the class is created, and freed with it; a map holds only
+//!   `&'static` pieces.
+//! - **Two instances of one class** ([`Nesting`]): the kernel reports any nesting of two
+//!   instances of a class unless it is annotated (a subclass, a nest_lock), which nobody can
+//!   do inside third-party code. The default here, [`Nesting::InstanceOrder`], accepts any
+//!   fixed order and reports two instances ever taken in both orders (more generally a cycle
+//!   among a class's instances), by any threads, at any time, as a
+//!   [`Report::CircularDependency`] naming the instances and every site. Memory is bounded:
+//!   a freed lock forgets its pairs, and at most [`MAX_INSTANCE_PAIRS`] are kept (reported as
+//!   a capacity exhaustion). The kernel's rule is [`Nesting::Strict`], globally
+//!   ([`set_nesting`]) or per key ([`LockClassKey::with_nesting`],
+//!   [`DynamicKey::with_nesting`]). The same instance taken again is always reported.
+//!   Limitation: instance pairs are kept only within a class; a nesting like `A1 -> B -> A2`
+//!   still makes the class dependencies `A -> B -> A`, a cycle.
 //! - **Dependencies**: acquiring `next` adds `prev -> next` for the top held lock and for every
 //!   trylock directly above the first non-trylock (`check_prevs_add()`). A trylock acquisition
 //!   gets no dependency into itself but, once held, gives dependencies to later acquisitions.
-//! - **Readers**: dependencies are EN/SN/ER/SR ([`DepKind`]); only a *strong* cycle (no
-//!   `-(*R)->` followed by `-(S*)->`) is reported, so recursive readers do not give false
-//!   positives.
-//! - **Same class**: taking a class already held is reported (same instance:
-//!   [`Report::RecursiveLocking`]; another instance: [`Report::MissingNestingAnnotation`]),
-//!   except a recursive read after any read, or with a held `nest_lock`.
+//! - **Readers**: which holding blocks which acquisition of one lock is one table (an
+//!   upgradable read held blocks only writers and upgradable reads; acquired, it waits for
+//!   every holder, readers included, through a writer queued behind them):
+//!
+//!   | acquired \ held | Exclusive | Read, RecursiveRead | Upgradable |
+//!   |---|---|---|---|
+//!   | Exclusive, Upgradable (and an upgrade) | waits | waits | waits |
+//!   | Read | waits | waits (behind a queued writer) | no |
+//!   | RecursiveRead | waits | no | no |
+//!
+//!   Dependencies are named [`DepKind`]s: EN/SN/ER/SR as in the kernel, plus UN, UR, EU, SU,
+//!   UU for upgradable reads. Only a *strong* cycle is reported: at every lock on it, the
+//!   acquisition that ends one dependency must be able to wait for the holding that starts
+//!   the next (for the kernel's kinds: no `-(*R)->` followed by `-(S*)->`), so recursive
+//!   readers, and plain readers of an upgradable holder, give no false positives. An
+//!   [`upgrade`] is an exclusive acquisition of the lock under the other held locks (not its
+//!   own upgradable entry), so "read R; upgradable R; upgrade R" is recursive locking, and
+//!   "B; upgradable A; upgrade A" orders B before a *write* of A. Upgradable reads follow
+//!   parking_lot's `RawRwLock`; the kernel has none.
+//! - **Same class**: the same instance taken again in a mode that waits for its holding is
+//!   [`Report::RecursiveLocking`] (a recursive read after any read, or a read under an
+//!   upgradable read, is fine); another instance follows the class's [`Nesting`] rule
+//!   ([`Report::MissingNestingAnnotation`] under the strict one unless a `nest_lock` is held).
 //! - **Chain cache**: an acquisition whose held-lock chain (classes, modes, try flags) was
 //!   validated before costs a per-thread cache probe (then a read-only global table probe) and
-//!   takes no lock.
-//! - **Each distinct cycle is reported once**, the offending dependency is not recorded, and the
-//!   validator never turns itself off.
+//!   takes no lock. A chain that nests a class in itself is cached with a mark, and a hit on
+//!   it also checks the pairs of instances against a per-thread cache of checked pairs (which
+//!   a freed lock with pairs invalidates), so a cached chain never hides a new instance pair.
+//! - **Cycle reports** name, for every dependency, the instances on which it was first seen
+//!   ([`Dependency::from_instance`]), so a cycle that closes only across two pools of locks
+//!   can be told from one within a pool.
+//! - **Each distinct report is printed once** (see above), the offending dependency of a cycle
+//!   is not recorded, and the validator never turns itself off.
 //!
 //! # Dynamic keys and hazard pointers
 //!
@@ -97,23 +174,57 @@
 //!
 //! # Limits
 //!
-//! - At most [`MAX_CLASSES`] live classes; beyond that, new classes are reported once
-//!   ([`Report::CapacityExhausted`]) and their locks are tracked without validation until
-//!   classes are freed (keys unregistered, or [`reset`]).
-//! - The held-lock depth limit ([`set_max_depth`]) is reported once per thread; deeper locks
-//!   are still tracked and validated.
+//! - Every crossing of a fixed limit is an *episode*, reported as
+//!   [`Report::CapacityExhausted`] with its number, rate limited per limit: episodes 1, 2, 4,
+//!   8, ... (powers of two) are delivered, the others counted
+//!   ([`Stats::repeats_suppressed`]). A count rather than a clock, so a run's reports do not
+//!   depend on its speed.
+//! - At most [`MAX_CLASSES`] live classes; beyond that, locks of new classes are tracked
+//!   without validation until classes are freed (keys unregistered, or [`reset`]). An episode
+//!   lasts from the first class that could not be created to the next one that could.
+//! - The held-lock depth limit ([`set_max_depth`]): each acquisition that takes a thread past
+//!   it is an episode; deeper locks are still tracked and validated.
 //! - The global chain cache is a fixed table; when full it is flushed (counted in
-//!   [`Stats::chain_cache_flushes`]), which only costs re-validation.
+//!   [`Stats::chain_cache_flushes`]), which only costs re-validation: no validation is lost,
+//!   so it is not reported.
+//! - Deduplication remembers 4096 distinct reports; beyond that, new distinct reports are
+//!   delivered every time. One delivery hands a report callback at most 64 reports caused by
+//!   its own lock operations; more are counted in [`Stats::reports_dropped`].
+//! - `fork()`: `pthread_atfork` handlers take every validator-internal lock around a fork, so
+//!   the child of a multi-threaded program never inherits one locked by a thread it does not
+//!   have, and the child forgets the hazard pointers of those threads; the child's held stack
+//!   is the forking thread's. A `fork()` from inside [`with_graph_lock_held`] would deadlock.
 //! - Held locks are per thread: "unregister while held" and "held lock freed" see only the
 //!   calling thread's locks. A lock map must not move while it is held (guards that borrow the
 //!   lock guarantee this).
-//! - Lock–join and lock–condvar-notify deadlocks are found only through annotations
-//!   ([`PseudoLock`]).
+//! - Lock–join deadlocks are found only through annotations ([`PseudoLock`]). Lock–condvar
+//!   deadlocks (waiting while holding a lock the notifier needs) are found with condvar
+//!   tracking, off by default ([`set_condvar_tracking`]): a wait may be ended by another
+//!   notifier, a timeout or a spurious wakeup, so the dependencies it records are a claim the
+//!   program must make (the kernel removed its general tracking of such waits, cross-release,
+//!   after false positives).
 //!
 //! # Tests
 //!
-//! [`reset`] returns the validator to a clean state; set a [`Policy::Callback`] to collect
-//! reports. The validator is process-wide, so tests that use it should be serialized.
+//! One line makes every report fail the test whose thread made it, even if the same report
+//! was printed earlier in the process (by another test, say):
+//!
+//! ```
+//! # fn test_body() {}
+//! let _scope = lockdep::test_scope();
+//! test_body(); // a report on this thread panics it, at the report
+//! ```
+//!
+//! The thread panics at the report, before the lock operation takes effect (so a real
+//! deadlock fails the test instead of hanging it), and the guard panics at its drop if
+//! reports were recorded that could not panic their thread (at thread exit, during
+//! unwinding) or whose panic was swallowed. Threads the test spawns enter the scope with
+//! [`TestScope::handle`] and [`ScopeHandle::enter`]. Tests run in parallel each have their
+//! own scope.
+//!
+//! To look at reports instead, set a [`Policy::Callback`] that collects them, and [`reset`]
+//! the validator at the start of each test (which also forgets which reports were already
+//! delivered); the validator is process-wide, so such tests should be serialized.
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -124,19 +235,28 @@
 //
 // Every fixed size, with the reason for it.
 mod limits;
+// The placeholder site of a release by guard drop.
+mod site;
+// `pthread_atfork` handlers: every internal lock is taken around a fork.
+mod fork;
 // Acquire modes and dependency kinds.
 mod mode;
-// Run-time settings: depth limit, report-once, backtrace capture.
+// Run-time settings: depth limit, report repeats, backtrace capture.
 mod settings;
+// How two instances of one class may nest, and the epoch of cached instance pairs.
+mod nesting;
 // Class ids, the keys classes are made from, the generation table, a lock map's class cache.
 mod class;
 // Chain keys and the per-thread and global chain caches.
 mod chain;
+// Each thread's cache of checked instance pairs.
+mod pair_cache;
 // The class table, the dependencies between classes, the strong-path search.
 mod graph;
 // A thread's held-lock stack, as data.
 mod held;
-// What a report says, its text, how it is built, where it goes.
+// What a report says, its text, how it is built, where it goes (deduplicated, re-entrancy
+// safe), test scopes.
 mod report;
 // The graph lock and what it guards.
 mod graph_lock;
@@ -150,8 +270,11 @@ mod map;
 mod resolve;
 // The acquire hook: chain cache, check_deadlock, check_prevs_add.
 mod validate;
-// Held-lock queries and assertions, mode and subclass changes, pinning, detach/attach.
+// Held-lock queries and assertions, mode and subclass changes, upgrade, pinning,
+// detach/attach.
 mod annotate;
+// Opt-in condvar dependency tracking.
+mod condvar;
 // Pseudo-locks for waits that are not locks.
 mod pseudo;
 // Counters, the dependency list, DOT output, reset.
@@ -161,9 +284,10 @@ use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
-    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, DetachedLock,
+    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, DetachedLock,
 };
 pub use class::ClassId;
+pub use condvar::{condvar_notify, condvar_wait, set_condvar_tracking, CondvarMap};
 pub use graph::Trace;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
@@ -172,15 +296,20 @@ pub use keys::{
     key_table_sync, set_key_table_sync, DynamicKey, KeyHandle, KeySyncStrategy, KeyTableSync,
     LockClassKey,
 };
-pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_SUBCLASSES};
+pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_INSTANCE_PAIRS, MAX_SUBCLASSES};
 pub use map::LockMap;
 pub use mode::{DepKind, Mode};
+pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
-    set_policy, AssertKind, Capacity, CircularDependency, Dependency, Handler, KeyMisuse, LockDesc,
-    Policy, Report, SameClass, ThreadDesc,
+    print_summary, set_policy, summary, test_scope, AssertKind, Capacity, CircularDependency,
+    Dependency, EnteredScope, Handler, KeyMisuse, LockDesc, LockInstance, Policy, Report,
+    ReportKind, SameClass, ScopeHandle, Summary, TestScope, ThreadDesc,
 };
-pub use settings::{set_capture_backtraces, set_max_depth, set_report_each_cycle_once};
+pub use settings::{
+    set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
+};
+pub use site::is_guard_drop;
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
 ///
@@ -215,14 +344,31 @@ pub fn acquire(
 /// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
 /// may be anywhere in the held stack (out-of-order unlock is allowed). Releasing a lock this
 /// thread does not hold gives [`Report::BadUnlockBalance`]; releasing a pinned lock gives
-/// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop, a
-/// location in the wrapper, see the crate docs). No lock taken on the normal path.
+/// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop,
+/// use [`release_guard`]). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     let found = thread::release(map.instance());
-    if found != thread::Release::Released {
-        thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
+    if !matches!(found, thread::Release::Released) {
+        validate::release_slow(map, found, site);
     }
+}
+
+/// Records that this thread released the lock `map` by dropping a guard, where the release
+/// site is unknown (a `Drop::drop` cannot be `#[track_caller]`): [`release`] with
+/// [`guard_drop_site`]. Reports about it show "(guard drop)" and, for a held lock, the site
+/// that acquired it. Thread-safe; no lock taken on the normal path.
+#[inline]
+pub fn release_guard(map: &LockMap) {
+    release(map, site::guard_drop());
+}
+
+/// The site to pass to [`release`] (or wherever a site of a release is asked for) when it is
+/// unknown, as in a guard's drop: a placeholder location inside lockdep, which reports show as
+/// "(guard drop)" (test it with [`is_guard_drop`]).
+#[inline]
+pub fn guard_drop_site() -> &'static Location<'static> {
+    site::guard_drop()
 }
 
 /// Validates an acquisition of `map` without holding it afterwards (the kernel's

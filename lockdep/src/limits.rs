@@ -51,3 +51,31 @@ pub(crate) const LOCAL_CHAIN_SLOTS: usize = 64;
 /// [`set_max_depth`](crate::set_max_depth). Locks above it are still tracked and validated; the
 /// first crossing is reported once per thread.
 pub const DEFAULT_MAX_DEPTH: usize = 48;
+
+/// The most instance-order pairs kept at a time, counted by kind (see
+/// [`Nesting::InstanceOrder`](crate::Nesting::InstanceOrder)).
+///
+/// Why this value: a pair costs about a hundred bytes, so the cap bounds the instance graph to
+/// a few MiB, while a program that nests thousands of instances of its classes in a fixed
+/// order (every bucket of a table, every node of a tree path) stays well below it. A freed lock
+/// gives its pairs back. Reaching the cap is reported
+/// ([`Capacity::InstancePairs`](crate::Capacity::InstancePairs)); pairs past it are not
+/// recorded (their order is not validated) until pairs are freed.
+pub const MAX_INSTANCE_PAIRS: usize = 1 << 16;
+
+/// The number of slots of each thread's direct-mapped cache of checked instance pairs: 512
+/// bytes of thread-local storage; a miss costs a check under the graph lock.
+pub(crate) const LOCAL_PAIR_SLOTS: usize = 64;
+/// The number of distinct reports remembered for deduplication (see
+/// [`set_report_repeats`](crate::set_report_repeats)): one 8-byte hash each, so at most
+/// 32 KiB plus the set's overhead. A program with more distinct problems than this has bigger
+/// troubles than repeated output; beyond it, new distinct reports are delivered every time
+/// (never dropped) and only the first ones stay deduplicated.
+pub(crate) const MAX_DISTINCT_REPORTS: usize = 4096;
+
+/// How many reports that report handlers caused (lock operations made while a report was
+/// being delivered) one delivery hands to the handler after it returns; more are counted in
+/// [`Stats::reports_dropped`](crate::Stats::reports_dropped). Deduplication ends the usual
+/// loops (a handler that causes the same report again) long before; the bound ends the others
+/// (every repeat delivered, [`set_report_repeats`](crate::set_report_repeats)).
+pub(crate) const MAX_NESTED_REPORTS: usize = 64;

@@ -1,9 +1,9 @@
 //! The per-lock-instance map (the kernel's `struct lockdep_map`).
 
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
-use crate::class::{ClassCache, ClassId, KeyRef};
+use crate::class::{name, ClassCache, ClassId, KeyRef, StaticKey, TypeName};
 use crate::graph_lock::graph_lock;
 use crate::keys::{misuse, DynamicKey, LockClassKey};
 use crate::report::KeyMisuse;
@@ -15,60 +15,124 @@ use crate::thread;
 /// [`acquire`](crate::acquire) / [`release`](crate::release). The map's address is the lock
 /// *instance*; the map must not move while the lock is held (true whenever guards borrow
 /// the lock). Dropping the map checks that this thread does not hold it
-/// ([`Report::HeldLockFreed`](crate::Report::HeldLockFreed)).
+/// ([`Report::HeldLockFreed`](crate::Report::HeldLockFreed)) and forgets its instance pairs.
 ///
 /// The class is derived from:
-/// - the construction site (`#[track_caller]` of [`LockMap::new`]) by default, like the
-///   kernel's per-init-site static key;
+/// - the construction site *and* the protected type ([`LockMap::of_type`],
+///   [`LockMap::named_of_type`]): what a lock wrapper's constructor should use, so that a
+///   generic adapter that builds every lock of a library on one line still gives each
+///   protected type its own class;
+/// - the construction site alone ([`LockMap::new`]), like the kernel's per-init-site static
+///   key;
 /// - a static [`LockClassKey`] ([`LockMap::with_key`], the kernel's `lockdep_set_class()`);
 /// - a [`DynamicKey`] ([`LockMap::with_dynamic_key`]).
 ///
 /// Plus a subclass 0..[`MAX_SUBCLASSES`](crate::MAX_SUBCLASSES) chosen per acquisition. The
-/// map caches two class ids, subclass 0 and the last other subclass used (the kernel's
+/// class is found lazily, at the first acquisition, so every constructor but
+/// `with_dynamic_key` and `per_instance` is `const` (`static M: Mutex<_> = Mutex::new(..)`).
+/// The map caches two class ids, subclass 0 and the last other subclass used (the kernel's
 /// `class_cache[]`), so a cached acquire never takes the graph lock; a map used alternately at
 /// two non-zero subclasses looks its class up under the graph lock.
 ///
-/// Size: 56 bytes on 64-bit targets. `Send + Sync`.
+/// Size: 64 bytes on 64-bit targets, one cache line: the key (24 bytes: a construction site
+/// plus a pointer to the protected type's `type_name`, or a dynamic key's address and serial),
+/// the name or kind (16), the class cache (16), and a flags byte (whether the lock ever nested
+/// with another instance of its class, so that dropping a lock that never did costs what it
+/// did before) padded to the 8-byte alignment. `Send + Sync`.
 pub struct LockMap {
     key: KeyRef,
-    name: &'static str,
+    /// The map's name or, if it has none, its kind ("Mutex", "RwLock", ...).
+    label: &'static str,
     /// The class ids of subclass 0 and of the last other subclass used.
     cache: ClassCache,
+    /// [`PAIRED`] once an instance pair of this lock was recorded.
+    flags: AtomicU8,
+    /// Whether `label` is a name (else a kind).
+    named: bool,
 }
+
+/// [`LockMap::flags`]: the lock has instance-order pairs to forget when it is freed.
+const PAIRED: u8 = 1;
 
 impl std::fmt::Debug for LockMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockMap")
-            .field("name", &self.name)
+            .field("name", &self.name_if_any())
+            .field("label", &self.label)
             .field("key", &self.key)
             .finish()
     }
 }
 
 impl LockMap {
-    fn from_key(name: &'static str, key: KeyRef) -> LockMap {
+    const fn from_key(label: &'static str, named: bool, key: KeyRef) -> LockMap {
         LockMap {
             key,
-            name,
+            label,
             cache: ClassCache::new(),
+            flags: AtomicU8::new(0),
+            named,
         }
     }
 
-    /// A map whose class is the caller's source location: every lock constructed at the same
-    /// place (file, line, column) is the same class. Use `#[track_caller]` on the lock's
-    /// constructor so the site is the user's, not the wrapper's.
+    /// An unnamed map whose class is the caller's source location *and* the protected type
+    /// `T`: every lock of type `T` constructed at the same place (file, line, column) is one
+    /// class, and the same line in generic code makes one class per `T` it is instantiated
+    /// with. `kind` is the wrapper's kind ("Mutex", "RwLock", "ReentrantMutex", ...): the
+    /// class reads as `Mutex<u64>@src/bank.rs:12` in reports (types and registry paths
+    /// shortened). Put `#[track_caller]` on the lock's constructor so the site is the user's.
+    /// `const`: the class is found at the first acquisition.
     #[track_caller]
-    pub fn new(name: &'static str) -> LockMap {
-        LockMap::from_key(name, KeyRef::Site(Location::caller()))
+    pub const fn of_type<T: ?Sized>(kind: &'static str) -> LockMap {
+        LockMap::from_key(
+            kind,
+            false,
+            KeyRef::SiteType {
+                site: Location::caller(),
+                ty: TypeName(std::any::type_name::<T> as fn() -> &'static str),
+            },
+        )
+    }
+
+    /// Like [`of_type`](Self::of_type) (the same class), with a name for reports: the class
+    /// is named after the first map that uses it, and reports name each instance.
+    #[track_caller]
+    pub const fn named_of_type<T: ?Sized>(kind: &'static str, name: &'static str) -> LockMap {
+        // An empty name is no name: the map reads as its kind and type.
+        let label = if name.is_empty() { kind } else { name };
+        LockMap::from_key(
+            label,
+            !name.is_empty(),
+            KeyRef::SiteType {
+                site: Location::caller(),
+                ty: TypeName(std::any::type_name::<T> as fn() -> &'static str),
+            },
+        )
+    }
+
+    /// A map whose class is the caller's source location: every lock constructed at the same
+    /// place (file, line, column) is the same class, whatever it protects. Use
+    /// `#[track_caller]` on the lock's constructor so the site is the user's, not the
+    /// wrapper's. An empty `name` reads as `@file:line`. `const`.
+    #[track_caller]
+    pub const fn new(name: &'static str) -> LockMap {
+        LockMap::from_key(name, !name.is_empty(), KeyRef::Site(Location::caller()))
+    }
+
+    /// An unnamed map whose class is the caller's location, reading as `kind@file:line`
+    /// (pseudo-locks that protect no data).
+    #[track_caller]
+    pub(crate) const fn of_kind(kind: &'static str) -> LockMap {
+        LockMap::from_key(kind, false, KeyRef::Site(Location::caller()))
     }
 
     /// A map that is tracked (it is on the held stack, assertions see it, releasing it when not
     /// held is reported) but never validated: it gets no class, no dependency into or out of
     /// it, and no recursion check; a lock below it on the held stack orders before locks
     /// taken above it, as if it were not there. The kernel's `lockdep_set_novalidate_class()`,
-    /// for locks whose nesting the validator cannot express.
-    pub fn novalidate(name: &'static str) -> LockMap {
-        LockMap::from_key(name, KeyRef::NoValidate)
+    /// for locks whose nesting the validator cannot express. `const`.
+    pub const fn novalidate(name: &'static str) -> LockMap {
+        LockMap::from_key(name, !name.is_empty(), KeyRef::NoValidate)
     }
 
     /// A map that is its own class (opt-in per-instance mode, like tracing-mutex or Abseil):
@@ -81,12 +145,12 @@ impl LockMap {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         // Relaxed: a unique number is all that is needed.
         let serial = NEXT.fetch_add(1, Ordering::Relaxed);
-        LockMap::from_key(name, KeyRef::Instance(serial))
+        LockMap::from_key(name, !name.is_empty(), KeyRef::Instance(serial))
     }
 
-    /// A map whose class is the static key `key`.
-    pub fn with_key(name: &'static str, key: &'static LockClassKey) -> LockMap {
-        LockMap::from_key(name, KeyRef::Static(key as *const LockClassKey as usize))
+    /// A map whose class is the static key `key`. `const`.
+    pub const fn with_key(name: &'static str, key: &'static LockClassKey) -> LockMap {
+        LockMap::from_key(name, !name.is_empty(), KeyRef::Static(StaticKey(key)))
     }
 
     /// A map whose class is the dynamic key `key`. The map does not borrow the key; if the key
@@ -98,25 +162,44 @@ impl LockMap {
         if !key.is_registered() {
             misuse::report(KeyMisuse::NotRegistered, key.name(), Location::caller());
         }
-        LockMap::from_key(name, key.key_ref())
+        LockMap::from_key(name, !name.is_empty(), key.key_ref())
     }
 
     /// Moves the map to the class of a static key (the kernel's `lockdep_set_class()`).
     /// Needs `&mut`, so it cannot race with an acquisition.
     pub fn set_key(&mut self, key: &'static LockClassKey) {
-        *self = LockMap::with_key(self.name, key);
+        *self = LockMap::with_key(self.label, key);
     }
 
     /// Moves the map to the classes of a dynamic key.
     #[track_caller]
     pub fn set_dynamic_key(&mut self, key: &DynamicKey) {
-        *self = LockMap::with_dynamic_key(self.name, key);
+        *self = LockMap::with_dynamic_key(self.label, key);
     }
 
-    /// The map's name (used as the class name when this map creates the class).
+    /// The map's name or, for an unnamed map ([`of_type`](Self::of_type)), its kind. A named
+    /// map names its class when it is the one that creates it.
     #[inline]
     pub fn name(&self) -> &'static str {
-        self.name
+        self.label
+    }
+
+    /// True if the map was given a name (not only a kind).
+    #[inline]
+    pub fn is_named(&self) -> bool {
+        self.named
+    }
+
+    /// The name, if the map has one.
+    pub(crate) fn name_if_any(&self) -> Option<&'static str> {
+        self.named.then_some(self.label)
+    }
+
+    /// The name this map's class gets if this map creates it: its own name, or, unnamed, its
+    /// kind, protected type and construction site (`Mutex<u64>@src/bank.rs:12`). Allocates for
+    /// an unnamed map; reports get the name from the class without allocating again.
+    pub fn class_name(&self) -> String {
+        name::class_name(self.label, self.named, self.key).into_owned()
     }
 
     /// Re-initialises the map in place (the kernel's `lockdep_init_map()` on a live lock):
@@ -129,6 +212,9 @@ impl LockMap {
             Some(Location::caller()),
         );
         self.cache.clear();
+        if std::mem::take(self.flags.get_mut()) & PAIRED != 0 {
+            graph_lock().graph.forget_instance(self.instance());
+        }
     }
 
     pub(crate) fn key(&self) -> KeyRef {
@@ -151,6 +237,13 @@ impl LockMap {
     pub(crate) fn set_cached(&self, subclass: u8, id: ClassId) {
         self.cache.set(subclass, id);
     }
+
+    /// Notes that an instance pair of this lock was recorded: dropping it must forget them.
+    pub(crate) fn mark_paired(&self) {
+        // Relaxed: read only by `Drop` and `reinit`, which have `&mut self` and so follow
+        // every use of the map.
+        self.flags.fetch_or(PAIRED, Ordering::Relaxed);
+    }
 }
 
 impl Drop for LockMap {
@@ -160,8 +253,15 @@ impl Drop for LockMap {
             std::mem::size_of::<LockMap>(),
             None,
         );
-        if let KeyRef::Instance(_) = self.key {
-            graph_lock().graph.zap_key(self.key);
+        let paired = *self.flags.get_mut() & PAIRED != 0;
+        if paired || matches!(self.key, KeyRef::Instance(_)) {
+            let mut g = graph_lock();
+            if let KeyRef::Instance(_) = self.key {
+                g.graph.zap_key(self.key);
+            }
+            if paired {
+                g.graph.forget_instance(self.instance());
+            }
         }
     }
 }

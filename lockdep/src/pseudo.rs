@@ -90,6 +90,6 @@ pub struct PseudoGuard<'a> {
 
 impl Drop for PseudoGuard<'_> {
     fn drop(&mut self) {
-        crate::release(&self.lock.map, Location::caller());
+        crate::release_guard(&self.lock.map);
     }
 }

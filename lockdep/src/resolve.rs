@@ -9,12 +9,12 @@
 
 use std::panic::Location;
 
-use crate::class::{generation, ClassId, KeyRef};
+use crate::class::{generation, name, ClassId, KeyRef};
 use crate::graph_lock::graph_lock;
 use crate::keys::{lookup, misuse};
 use crate::limits::MAX_SUBCLASSES;
 use crate::map::LockMap;
-use crate::report::{self, build, KeyMisuse};
+use crate::report::{self, build, Capacity, KeyMisuse};
 use crate::thread;
 
 type Site = &'static Location<'static>;
@@ -43,7 +43,7 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
     if let KeyRef::Dynamic { addr, serial } = key {
         // The lock-free, hazard-pointer-protected lookup (kernel: `is_dynamic_key()`).
         if !lookup::is_registered(addr, serial) {
-            misuse::report_once(serial, KeyMisuse::NotRegistered, map.name(), site);
+            misuse::report(KeyMisuse::NotRegistered, map.name(), site);
             return ClassId::NONE;
         }
     }
@@ -56,17 +56,29 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
                 // graph lock, so this answer is final.
                 if !lookup::is_registered_locked(&g, addr, serial) {
                     drop(g);
-                    misuse::report_once(serial, KeyMisuse::NotRegistered, map.name(), site);
+                    misuse::report(KeyMisuse::NotRegistered, map.name(), site);
                     return ClassId::NONE;
                 }
             }
-            match g.graph.create(key, subclass, map.name()) {
-                Ok(id) => id,
+            let nesting = match key {
+                KeyRef::Static(k) => k.0.nesting(),
+                KeyRef::Dynamic { addr, serial } => lookup::nesting_of_locked(&g, addr, serial),
+                _ => None,
+            };
+            let name = name::class_name(map.name(), map.is_named(), key);
+            match g.graph.create(key, subclass, &name, nesting) {
+                Ok(id) => {
+                    // Room was made: a later exhaustion is a new episode.
+                    g.classes_exhausted = false;
+                    id
+                }
                 Err(_full) => {
-                    let first = !std::mem::replace(&mut g.classes_exhausted_reported, true);
+                    let starts = !std::mem::replace(&mut g.classes_exhausted, true);
                     drop(g);
-                    if first {
-                        report::deliver(vec![build::classes_exhausted(thread::current_thread())]);
+                    if starts {
+                        let episode = report::episode::next(Capacity::Classes);
+                        let r = build::classes_exhausted(thread::current_thread(), episode);
+                        report::deliver(vec![r]);
                     }
                     return ClassId::NONE;
                 }

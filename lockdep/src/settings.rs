@@ -1,17 +1,20 @@
 //! The validator's run-time settings. Each is an independent atomic, read where it applies.
+//! (The reporting policy is [`report::policy`](crate::report)'s.)
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::limits::DEFAULT_MAX_DEPTH;
 
 static MAX_DEPTH: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_DEPTH);
-static REPORT_CYCLES_ONCE: AtomicBool = AtomicBool::new(true);
+static REPORT_REPEATS: AtomicBool = AtomicBool::new(false);
 static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
 
 /// Sets the per-thread held-lock depth above which a
-/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted) is delivered (once per
-/// thread). Locks above the limit are still tracked and validated. Default
-/// [`DEFAULT_MAX_DEPTH`] (48, as the kernel). Thread-safe; takes effect on the next acquire.
+/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted) is made: each acquisition
+/// that takes a thread's depth from `depth` to `depth + 1` is an episode (rate limited, see
+/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted)'s `episode`). Locks above
+/// the limit are still tracked and validated. Default [`DEFAULT_MAX_DEPTH`] (48, as the
+/// kernel). Thread-safe; takes effect on the next acquire.
 pub fn set_max_depth(depth: usize) {
     // Relaxed: an independent setting.
     MAX_DEPTH.store(depth, Ordering::Relaxed);
@@ -23,18 +26,32 @@ pub(crate) fn max_depth() -> usize {
     MAX_DEPTH.load(Ordering::Relaxed)
 }
 
-/// Whether each distinct cycle (by its set of classes) is reported only once (default
-/// `true`). With `false`, every attempt to close a cycle is reported. Either way the
-/// offending dependency is never recorded and [`Stats::cycles_found`](crate::Stats) counts
-/// every attempt. Thread-safe.
-pub fn set_report_each_cycle_once(once: bool) {
+/// Whether every occurrence of a report is printed or handed to the callback (`true`), or
+/// only the first of each distinct report (`false`, the default).
+///
+/// Two reports are the same report when they are about the same thing: their kind and the
+/// classes (or, for a lock without a class, the lock's name) and sites they name; for a
+/// circular dependency, its set of classes. A repeat is counted
+/// ([`Stats::repeats_suppressed`](crate::Stats), [`summary`](crate::summary)), not printed.
+/// Deduplication is about output only: with [`Policy::Panic`](crate::Policy::Panic), or in
+/// a [`test_scope`](crate::test_scope), every occurrence still panics the thread that made
+/// it. [`reset`](crate::reset) forgets which reports were seen. Thread-safe.
+pub fn set_report_repeats(every: bool) {
     // Relaxed: an independent setting.
-    REPORT_CYCLES_ONCE.store(once, Ordering::Relaxed);
+    REPORT_REPEATS.store(every, Ordering::Relaxed);
 }
 
-pub(crate) fn report_cycles_once() -> bool {
+pub(crate) fn report_repeats() -> bool {
     // Relaxed: an independent setting.
-    REPORT_CYCLES_ONCE.load(Ordering::Relaxed)
+    REPORT_REPEATS.load(Ordering::Relaxed)
+}
+
+/// The older name of [`set_report_repeats`]`(!once)`: `true` (the default) delivers each
+/// distinct report once, `false` every occurrence. It now applies to every kind of report, not
+/// only to cycles. Either way the offending dependency of a cycle is never recorded and
+/// [`Stats::cycles_found`](crate::Stats) counts every attempt. Thread-safe.
+pub fn set_report_each_cycle_once(once: bool) {
+    set_report_repeats(!once);
 }
 
 /// Whether a full stack trace (`std::backtrace::Backtrace::force_capture`) is captured when

@@ -1,5 +1,6 @@
-//! The acquire hook and the validation of a new chain: `check_deadlock`, then
-//! `check_prevs_add` with the strong-path search for each new dependency.
+//! The acquire hook and the validation of a new chain: `check_deadlock` (with the
+//! instance-order pairs of a class nested in itself), then `check_prevs_add` with the
+//! strong-path search for each new dependency.
 //!
 //! Semantics from the kernel's `__lock_acquire()`, `validate_chain()`, `check_deadlock()`,
 //! `check_prevs_add()` and `check_prev_add()`; see the crate docs for the rules. Reports are
@@ -13,19 +14,21 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::chain;
+use crate::chain::{self, Hit};
 use crate::class::ClassId;
-use crate::graph::edges::EdgeSites;
+use crate::graph::edges::{EdgeSites, Seen};
+use crate::graph::instances::PairsFull;
 use crate::graph::search::{self, Step};
-use crate::graph::{Graph, Trace};
+use crate::graph::Trace;
 use crate::graph_lock::{graph_lock, Global};
 use crate::held::{HeldLock, ThreadState};
 use crate::map::LockMap;
-use crate::mode::{DepKind, Mode};
-use crate::report::{self, build, Report};
+use crate::mode::{blocks, Kind, Mode};
+use crate::nesting::{self, Nesting};
+use crate::report::{self, build, episode, Capacity, Report};
 use crate::resolve::resolve_class;
 use crate::settings;
-use crate::thread::with_state;
+use crate::thread::{self, with_state, Release};
 
 type Site = &'static Location<'static>;
 
@@ -52,12 +55,13 @@ enum Verdict {
 /// What `check_deadlock` found (the kernel's return values 0, 2 and 1).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SameClassHeld {
-    /// The class is held in a way that can self-deadlock: reported.
+    /// The class is held in a way that can self-deadlock (or, under instance order, closes a
+    /// cycle among its instances): reported.
     Deadlock,
     /// The class is held, but a held nest_lock serializes the nesting: valid, and no
     /// dependencies are added.
     Serialized,
-    /// The class is not held (or only compatibly, a recursive read after a read).
+    /// The class is not held, only compatibly, or in an order its instances keep.
     No,
 }
 
@@ -79,13 +83,28 @@ pub(crate) fn acquire(
     nest_lock: Option<&LockMap>,
     site: Site,
 ) {
+    let (nest, nest_name) = nest_lock.map_or((0, ""), |n| (n.instance(), n.name()));
+    acquire_with(map, subclass, mode, trylock, nest, nest_name, site);
+}
+
+/// [`acquire`] with the nest_lock given by its instance address and name (0 and "" for none).
+#[inline]
+pub(crate) fn acquire_with(
+    map: &LockMap,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest: usize,
+    nest_name: &'static str,
+    site: Site,
+) {
     let class = resolve_class(map, subclass, site);
-    let nest = nest_lock.map_or(0, LockMap::instance);
     // Made where it is used, so the fast path writes the entry once, straight into the stack.
     let entry = || HeldLock {
         class,
         instance: map.instance(),
         name: map.name(),
+        named: map.is_named(),
         mode,
         trylock,
         subclass,
@@ -93,35 +112,117 @@ pub(crate) fn acquire(
         site,
         chain_key: 0,
         pin_count: 0,
+        paired: false,
     };
     let done = with_state(|st| {
         if nest != 0 && st.find(nest).is_none() {
             return FastPath::Slow;
         }
-        if nest == 0 && st.depth() >= settings::max_depth() && !st.depth_reported {
+        if nest == 0 && st.depth() == settings::max_depth() {
+            // This acquisition crosses the depth limit: an episode to report.
             return FastPath::Slow;
         }
         let next = st.next(entry());
         // A trylock is held but adds no dependency and is not validated (kernel:
         // `validate_chain()` is skipped for trylocks); an unvalidated lock neither; and a
         // lock taken with nothing held has nothing to be checked against (a chain head).
-        if !trylock && !class.is_none() && st.top_key() != 0 && !st.cache.contains(next.key()) {
-            if !chain::global_contains(next.key()) {
+        if !trylock && !class.is_none() && st.top_key() != 0 {
+            let local = st.cache.lookup(next.key());
+            // The entry is passed by its fields, so it stays out of memory until the push.
+            let me = Acquiring {
+                class,
+                instance: map.instance(),
+                mode,
+                nest,
+            };
+            if local != Hit::Plain && !cached_elsewhere(st, next.key(), local, me) {
                 return FastPath::Slow;
             }
-            st.cache.insert(next.key());
         }
         st.push(next);
         FastPath::Pushed
     })
     .unwrap_or(FastPath::Untracked);
     if done == FastPath::Slow {
-        acquire_slow(entry(), nest_lock.map_or("", LockMap::name));
+        acquire_slow(entry(), map, nest_name);
     }
 }
 
+/// What the pair check needs of an acquisition.
+#[derive(Clone, Copy)]
+struct Acquiring {
+    class: ClassId,
+    instance: usize,
+    mode: Mode,
+    /// The nest_lock's instance, or 0.
+    nest: usize,
+}
+
+impl Acquiring {
+    fn of(h: &HeldLock) -> Acquiring {
+        Acquiring {
+            class: h.class,
+            instance: h.instance,
+            mode: h.mode,
+            nest: h.nest_lock,
+        }
+    }
+}
+
+/// The rest of a chain-cache lookup after the thread's cache did not give a plain hit for
+/// `key`: the global table, and for a chain that nests a class in itself, its instance pairs.
+/// Out of line, so that the plain hit keeps the short code it had.
+#[inline(never)]
+fn cached_elsewhere(st: &mut ThreadState, key: u64, local: Hit, next: Acquiring) -> bool {
+    let hit = match local {
+        Hit::Miss => chain::global_lookup(key),
+        h => h,
+    };
+    match hit {
+        Hit::Miss => false,
+        Hit::Plain => {
+            st.cache.insert(key, false);
+            true
+        }
+        Hit::Nested => {
+            if !pairs_checked(st, next) {
+                return false;
+            }
+            if local == Hit::Miss {
+                st.cache.insert(key, true);
+            }
+            true
+        }
+    }
+}
+
+/// For a chain that nests `next`'s class in itself: true if every held lock of that class is
+/// either the same instance held compatibly, or another instance whose pair with `next` this
+/// thread checked before (or that a held nest_lock serializes). No lock taken.
+#[inline(never)]
+fn pairs_checked(st: &mut ThreadState, next: Acquiring) -> bool {
+    st.pairs.sync(nesting::pair_epoch());
+    let pairs = &st.pairs;
+    st.entries()
+        .iter()
+        .filter(|h| h.class == next.class)
+        .all(|h| {
+            if h.instance == next.instance {
+                !blocks(next.mode, h.mode)
+            } else {
+                next.nest != 0
+                    || pairs.contains(
+                        h.instance,
+                        next.instance,
+                        next.class,
+                        Kind::of(h.mode, next.mode),
+                    )
+            }
+        })
+}
+
 #[cold]
-fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
+fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
     let reports = with_state(|st| {
         let mut reports = Vec::new();
         if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
@@ -130,25 +231,48 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
             entry.nest_lock = 0;
         }
         let limit = settings::max_depth();
-        if entry.nest_lock == 0 && st.depth() >= limit && !st.depth_reported {
-            st.depth_reported = true;
-            reports.push(build::depth_exhausted(st, limit));
+        if entry.nest_lock == 0 && st.depth() == limit {
+            let episode = episode::next(Capacity::HeldLocks);
+            reports.push(build::depth_exhausted(st, limit, episode));
         }
         if entry.trylock || entry.class.is_none() {
             return reports;
         }
         let key = st.next(entry).key();
-        if st.cache.contains(key) || chain::global_contains(key) {
-            return reports;
+        // A chain that nests a class in itself is cached with a mark (see `chain`).
+        let nested = st.entries().iter().any(|h| h.class == entry.class);
+        let hit = match st.cache.lookup(key) {
+            Hit::Miss => chain::global_lookup(key),
+            h => h,
+        };
+        match hit {
+            Hit::Plain if !nested => return reports,
+            Hit::Nested if nested && pairs_checked(st, Acquiring::of(&entry)) => {
+                st.cache.insert(key, true);
+                return reports;
+            }
+            _ => {}
         }
         let mut g = graph_lock();
-        let verdict = validate_chain(&mut g, st, &entry, &mut reports);
+        let epoch = nesting::pair_epoch();
+        let mut checked = Vec::new();
+        let verdict = validate_chain(&mut g, st, &entry, &mut reports, &mut checked);
         if verdict == Verdict::Valid {
-            chain::global_insert(key);
+            chain::global_insert(key, nested);
         }
         drop(g);
         if verdict == Verdict::Valid {
-            st.cache.insert(key);
+            st.cache.insert(key, nested);
+        }
+        if !checked.is_empty() {
+            // Checked under `epoch`: if it moved meanwhile, the next check empties the cache.
+            st.pairs.sync(epoch);
+            for &(i, kind) in &checked {
+                let from = st.entries()[i].instance;
+                st.pairs.insert(from, entry.instance, entry.class, kind);
+                st.mark_paired(i);
+            }
+            map.mark_paired();
         }
         reports
     });
@@ -165,103 +289,205 @@ fn acquire_slow(mut entry: HeldLock, nest_name: &str) {
     });
 }
 
-/// Validates a new chain (the kernel's `validate_chain()`): `check_deadlock`, then
-/// `check_prevs_add`.
-fn validate_chain(
-    g: &mut Global,
-    st: &ThreadState,
-    next: &HeldLock,
-    reports: &mut Vec<Report>,
-) -> Verdict {
-    if g.graph.class(next.class).is_none() {
-        // Zapped since it was resolved (its key is being unregistered): do not validate.
-        return Verdict::Invalid;
+/// See [`crate::release`]: the entry carried marks, or the lock was not held.
+#[cold]
+pub(crate) fn release_slow(map: &LockMap, found: Release, site: Site) {
+    if let Release::Marked { paired: true, .. } = found {
+        map.mark_paired();
     }
-    match check_deadlock(&g.graph, st, next, reports) {
-        SameClassHeld::Deadlock => Verdict::Invalid,
-        SameClassHeld::Serialized => Verdict::Valid,
-        SameClassHeld::No => check_prevs_add(g, st, next, reports),
-    }
+    thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
 }
 
-/// Is `next`'s class already held (the kernel's `check_deadlock()`)? A recursive read after
-/// any read is allowed; the same instance is [`Report::RecursiveLocking`], another instance
-/// [`Report::MissingNestingAnnotation`] unless a held nest_lock covers `next`.
-fn check_deadlock(
-    g: &Graph,
-    st: &ThreadState,
-    next: &HeldLock,
-    reports: &mut Vec<Report>,
-) -> SameClassHeld {
-    let conflicts = || {
-        st.entries().iter().filter(|h| {
-            h.class == next.class && !(next.mode == Mode::RecursiveRead && h.mode.is_read())
-        })
-    };
-    // The same instance first: it is the certain deadlock.
-    let same = conflicts().find(|h| h.instance == next.instance);
-    let Some(held) = same.or_else(|| conflicts().next()) else {
-        return SameClassHeld::No;
-    };
-    if same.is_none() && next.nest_lock != 0 {
-        return SameClassHeld::Serialized;
-    }
-    reports.push(build::same_class(g, st, held, next));
-    SameClassHeld::Deadlock
-}
+/// The current stack, captured at most once per validation, and only if a dependency is new
+/// (or a cycle is reported) and capture is on.
+struct LazyTrace(OnceCell<Option<Trace>>);
 
-/// Adds `prev -> next` for the top held lock and every trylock directly above the first
-/// non-trylock (kernel: `check_prevs_add()`); stops at the first cycle, which is reported
-/// (once per distinct cycle, see [`crate::set_report_each_cycle_once`]) and not recorded.
-fn check_prevs_add(
-    g: &mut Global,
-    st: &ThreadState,
-    next: &HeldLock,
-    reports: &mut Vec<Report>,
-) -> Verdict {
-    // The current stack, captured at most once, and only if a dependency is new (or a cycle is
-    // reported) and capture is on.
-    let trace: OnceCell<Option<Trace>> = OnceCell::new();
-    let capture = || {
-        trace
+impl LazyTrace {
+    fn new() -> LazyTrace {
+        LazyTrace(OnceCell::new())
+    }
+
+    fn get(&self) -> Option<Trace> {
+        self.0
             .get_or_init(|| {
                 settings::capture_backtraces()
                     .then(|| Trace(Arc::new(std::backtrace::Backtrace::force_capture())))
             })
             .clone()
+    }
+}
+
+/// How a held lock appears on a dependency.
+fn seen(h: &HeldLock) -> Seen {
+    Seen {
+        instance: h.instance,
+        name: h.name_if_any(),
+    }
+}
+
+/// Validates a new chain (the kernel's `validate_chain()`): `check_deadlock`, then
+/// `check_prevs_add`. `checked` receives the instance pairs found valid: (index of the held
+/// lock, kind).
+fn validate_chain(
+    g: &mut Global,
+    st: &ThreadState,
+    next: &HeldLock,
+    reports: &mut Vec<Report>,
+    checked: &mut Vec<(usize, Kind)>,
+) -> Verdict {
+    if g.graph.class(next.class).is_none() {
+        // Zapped since it was resolved (its key is being unregistered): do not validate.
+        return Verdict::Invalid;
+    }
+    let trace = LazyTrace::new();
+    match check_deadlock(g, st, next, reports, checked, &trace) {
+        SameClassHeld::Deadlock => Verdict::Invalid,
+        SameClassHeld::Serialized => Verdict::Valid,
+        SameClassHeld::No => check_prevs_add(g, st, next, reports, &trace),
+    }
+}
+
+/// Is `next`'s class already held (the kernel's `check_deadlock()`)? The same instance held in
+/// a mode `next` waits for is [`Report::RecursiveLocking`], whatever the nesting rule. Another
+/// instance of the class is checked by the class's [`Nesting`] rule: strictly, it is
+/// [`Report::MissingNestingAnnotation`] unless a held nest_lock covers `next`; in instance
+/// order, the pair (held instance, `next`) is recorded unless it closes a cycle among the
+/// class's instances, which is reported as a circular dependency.
+fn check_deadlock(
+    g: &mut Global,
+    st: &ThreadState,
+    next: &HeldLock,
+    reports: &mut Vec<Report>,
+    checked: &mut Vec<(usize, Kind)>,
+    trace: &LazyTrace,
+) -> SameClassHeld {
+    let same_class = || {
+        st.entries()
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.class == next.class)
     };
+    // The same instance first: it is the certain deadlock.
+    let recursive =
+        same_class().find(|(_, h)| h.instance == next.instance && blocks(next.mode, h.mode));
+    if let Some((_, held)) = recursive {
+        reports.push(build::same_class(&g.graph, st, held, next));
+        return SameClassHeld::Deadlock;
+    }
+    let others = || same_class().filter(|(_, h)| h.instance != next.instance);
+    if others().next().is_none() {
+        return SameClassHeld::No;
+    }
+    match g.graph.nesting(next.class) {
+        Nesting::Strict => {
+            let conflict = others().find(|(_, h)| blocks(next.mode, h.mode));
+            match conflict {
+                Some(_) if next.nest_lock != 0 => SameClassHeld::Serialized,
+                Some((_, held)) => {
+                    reports.push(build::same_class(&g.graph, st, held, next));
+                    SameClassHeld::Deadlock
+                }
+                None => {
+                    // Only compatible holders (a recursive read after reads): valid.
+                    checked.extend(others().map(|(i, h)| (i, Kind::of(h.mode, next.mode))));
+                    SameClassHeld::No
+                }
+            }
+        }
+        Nesting::InstanceOrder if next.nest_lock != 0 => SameClassHeld::Serialized,
+        Nesting::InstanceOrder => {
+            for (i, held) in others() {
+                let kind = Kind::of(held.mode, next.mode);
+                if !check_pair_add(g, st, held, next, kind, reports, trace) {
+                    return SameClassHeld::Deadlock;
+                }
+                checked.push((i, kind));
+            }
+            SameClassHeld::No
+        }
+    }
+}
+
+/// Records the instance pair `held -> next` of one class unless it closes a strong cycle
+/// among the class's instances (then reported, printed once per distinct cycle, and false).
+fn check_pair_add(
+    g: &mut Global,
+    st: &ThreadState,
+    held: &HeldLock,
+    next: &HeldLock,
+    kind: Kind,
+    reports: &mut Vec<Report>,
+    trace: &LazyTrace,
+) -> bool {
+    let class = next.class.index();
+    if g.graph
+        .instances
+        .has(class, held.instance, next.instance, kind)
+    {
+        return true;
+    }
+    let path = g
+        .graph
+        .instances
+        .class(class)
+        .and_then(|ci| search::strong_path(ci, held.instance, next.instance, kind));
+    if let Some(path) = path {
+        // Relaxed: a statistic.
+        CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
+        // Every attempt is reported; the delivery prints each distinct cycle (this class and
+        // set of instances) once.
+        let mut r = build::instance_circular(&g.graph, st, held, next, kind, &path, trace.get());
+        if let Report::CircularDependency(c) = &mut r {
+            c.class_set = instance_signature(next.class, held.instance, &path);
+        }
+        reports.push(r);
+        return false;
+    }
+    let sites = EdgeSites {
+        prev: held.site,
+        next: next.site,
+        prev_lock: seen(held),
+        next_lock: seen(next),
+        trace: trace.get(),
+    };
+    match g
+        .graph
+        .instances
+        .add(class, held.instance, next.instance, kind, sites)
+    {
+        Ok(_) => {
+            if g.graph.instances.pair_count() < crate::limits::MAX_INSTANCE_PAIRS / 2 {
+                // Well below the cap again: a new exhaustion is a new episode.
+                g.instance_pairs_exhausted_reported = false;
+            }
+        }
+        Err(PairsFull) => {
+            if !std::mem::replace(&mut g.instance_pairs_exhausted_reported, true) {
+                let episode = episode::next(Capacity::InstancePairs);
+                reports.push(build::instance_pairs_exhausted(st, episode));
+            }
+        }
+    }
+    true
+}
+
+/// Adds `prev -> next` for the top held lock and every trylock directly above the first
+/// non-trylock (kernel: `check_prevs_add()`); stops at the first cycle, which is reported
+/// (printed once per distinct cycle, see [`crate::set_report_repeats`]) and not recorded.
+fn check_prevs_add(
+    g: &mut Global,
+    st: &ThreadState,
+    next: &HeldLock,
+    reports: &mut Vec<Report>,
+    trace: &LazyTrace,
+) -> Verdict {
     for prev in st.entries().iter().rev() {
         if g.graph.class(prev.class).is_none() {
             // Unvalidated or zapped: like the kernel's `check == 0` entries, skipped.
             continue;
         }
-        if prev.class != next.class {
-            let kind = DepKind::of(prev.mode, next.mode);
-            if !g.graph.has_kind(prev.class, next.class, kind) {
-                if let Some(path) = search::strong_path(&g.graph, prev.class, next.class, kind) {
-                    // Relaxed: a statistic.
-                    CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
-                    let sig = signature(prev.class, &path);
-                    if !settings::report_cycles_once() || g.reported_cycles.insert(sig) {
-                        reports.push(build::circular(
-                            &g.graph,
-                            st,
-                            prev,
-                            next,
-                            kind,
-                            &path,
-                            capture(),
-                        ));
-                    }
-                    return Verdict::Invalid;
-                }
-                let sites = EdgeSites {
-                    prev: prev.site,
-                    next: next.site,
-                    trace: capture(),
-                };
-                g.graph.add(prev.class, next.class, kind, sites);
-            }
+        if prev.class != next.class && !check_prev_add(g, st, prev, next, reports, trace) {
+            return Verdict::Invalid;
         }
         if !prev.trylock {
             break;
@@ -270,13 +496,126 @@ fn check_prevs_add(
     Verdict::Valid
 }
 
-/// A signature of a cycle: its set of classes.
-fn signature(prev: ClassId, path: &[Step]) -> u64 {
+/// Records the dependency `prev -> next` (in the modes they have) unless it is recorded or
+/// closes a strong cycle (kernel: `check_prev_add()`); false after a cycle, which is reported
+/// (printed once per distinct cycle by the delivery).
+fn check_prev_add(
+    g: &mut Global,
+    st: &ThreadState,
+    prev: &HeldLock,
+    next: &HeldLock,
+    reports: &mut Vec<Report>,
+    trace: &LazyTrace,
+) -> bool {
+    let kind = Kind::of(prev.mode, next.mode);
+    if g.graph.has_kind(prev.class, next.class, kind) {
+        return true;
+    }
+    if let Some(path) = search::strong_path(&g.graph, prev.class.index(), next.class.index(), kind)
+    {
+        // Relaxed: a statistic.
+        CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
+        // Every attempt is reported: the delivery prints each distinct cycle (this set of
+        // classes) once, but panics for every attempt if asked to.
+        let mut r = build::circular(&g.graph, st, prev, next, kind, &path, trace.get());
+        if let Report::CircularDependency(c) = &mut r {
+            c.class_set = signature(prev.class, &path);
+        }
+        reports.push(r);
+        return false;
+    }
+    let sites = EdgeSites {
+        prev: prev.site,
+        next: next.site,
+        prev_lock: seen(prev),
+        next_lock: seen(next),
+        trace: trace.get(),
+    };
+    g.graph.add(prev.class, next.class, kind, sites);
+    true
+}
+
+/// Records dependencies *from* `map` (held exclusively, at `site`) *to* every lock this thread
+/// holds, as if each were taken after it, with the cycle check of each: what a condvar
+/// notification means under condvar tracking (the event the waiter waits for happens only once
+/// the notifier has all these locks). Cached like a chain, so a repeated notification under
+/// the same locks takes no lock.
+pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
+    let class = resolve_class(map, 0, site);
+    if class.is_none() {
+        return;
+    }
+    let from = HeldLock {
+        class,
+        instance: map.instance(),
+        name: map.name(),
+        named: map.is_named(),
+        mode: Mode::Exclusive,
+        trylock: false,
+        subclass: 0,
+        nest_lock: 0,
+        site,
+        chain_key: 0,
+        pin_count: 0,
+        paired: false,
+    };
+    let reports = with_state(|st| {
+        let mut reports = Vec::new();
+        if st.entries().is_empty() {
+            return reports;
+        }
+        // A key no real acquisition has: `map`'s class as a trylock under a nest_lock.
+        let key = chain::extend(st.top_key(), class, Mode::Exclusive, true, true);
+        if st.cache.lookup(key) == Hit::Plain || chain::global_lookup(key) == Hit::Plain {
+            return reports;
+        }
+        let mut g = graph_lock();
+        let trace = LazyTrace::new();
+        let mut valid = g.graph.class(class).is_some();
+        for next in st.entries() {
+            if next.class == class || g.graph.class(next.class).is_none() {
+                continue;
+            }
+            if !check_prev_add(&mut g, st, &from, next, &mut reports, &trace) {
+                valid = false;
+                break;
+            }
+        }
+        if valid {
+            chain::global_insert(key, false);
+        }
+        drop(g);
+        if valid {
+            st.cache.insert(key, false);
+        }
+        reports
+    });
+    if let Some(r) = reports {
+        if !r.is_empty() {
+            report::deliver(r);
+        }
+    }
+}
+
+/// A signature of a cycle: its set of classes (what makes two cycle reports the same).
+fn signature(prev: ClassId, path: &[Step<u32>]) -> u64 {
     let mut ids: Vec<u32> = path.iter().map(|s| s.from).collect();
     ids.push(prev.index());
     ids.sort_unstable();
     ids.dedup();
     let mut h = DefaultHasher::new();
     ids.hash(&mut h);
+    h.finish()
+}
+
+/// A signature of a cycle among instances of `class`: the class and its set of instances
+/// (never equal to a class-cycle signature but by a hash collision).
+fn instance_signature(class: ClassId, prev: usize, path: &[Step<usize>]) -> u64 {
+    let mut ids: Vec<usize> = path.iter().map(|s| s.from).collect();
+    ids.push(prev);
+    ids.sort_unstable();
+    ids.dedup();
+    let mut h = DefaultHasher::new();
+    ("instances", class, ids).hash(&mut h);
     h.finish()
 }

@@ -1,8 +1,10 @@
 //! Property test: random lock sequences from several threads, checked against a small
 //! reference oracle that tracks held locks and dependencies itself and searches for strong
 //! cycles by brute force (depth-first enumeration of every simple path in the
-//! (class, "last edge ended in R") product graph). Per acquisition, the validator must find a
-//! cycle exactly when the oracle does, and the final dependency sets must be equal.
+//! (class, mode the last edge acquired it in) product graph, with its own table of which
+//! holding blocks which acquisition). Per acquisition, the validator must find a cycle exactly
+//! when the oracle does, and the final dependency sets must be equal. The modes include
+//! upgradable reads.
 
 mod common;
 
@@ -53,10 +55,11 @@ fn normalize(raw: &[RawOp]) -> Vec<Op> {
                 .map(|i| (lock + i) % N)
                 .find(|l| !held.contains(l))
                 .unwrap();
-            let mode = match mode % 3 {
+            let mode = match mode % 4 {
                 0 => Mode::Exclusive,
                 1 => Mode::Read,
-                _ => Mode::RecursiveRead,
+                2 => Mode::RecursiveRead,
+                _ => Mode::Upgradable,
             };
             held.push(lock);
             ops.push(Op::Acquire { lock, mode, try_ });
@@ -71,38 +74,71 @@ fn normalize(raw: &[RawOp]) -> Vec<Op> {
 
 // ------------------------------------------------------------------------------------ oracle
 
+/// Can an acquisition in mode `a` wait for a holder of the same lock in mode `h`? Written out
+/// as a table, independently of the validator's rule (see `Mode`'s docs).
+fn blocks(a: Mode, h: Mode) -> bool {
+    use Mode::*;
+    let col = |h| match h {
+        Exclusive => 0,
+        Read => 1,
+        RecursiveRead => 2,
+        Upgradable => 3,
+    };
+    const TABLE: [[bool; 4]; 4] = [
+        // holder: Exclusive, Read, RecursiveRead, Upgradable
+        [true, true, true, true],    // acquirer Exclusive
+        [true, true, true, false],   // acquirer Read
+        [true, false, false, false], // acquirer RecursiveRead
+        [true, true, true, true],    // acquirer Upgradable
+    ];
+    TABLE[col(a)][col(h)]
+}
+
+/// An exact dependency kind: the mode `prev` was held in, the mode `next` was taken in.
+type Kind = (Mode, Mode);
+
 #[derive(Default)]
 struct Oracle {
     /// (from, to) -> kinds
-    edges: HashMap<(usize, usize), HashSet<DepKind>>,
+    edges: HashMap<(usize, usize), HashSet<Kind>>,
 }
 
 impl Oracle {
+    /// The same kind as far as blocking goes: the validator keeps one dependency per distinct
+    /// holding (writer, reader, upgradable) and acquisition mode.
+    fn norm(k: Kind) -> Kind {
+        let h = match k.0 {
+            Mode::RecursiveRead => Mode::Read,
+            m => m,
+        };
+        (h, k.1)
+    }
+
     /// Is there a strong closed walk through the new edge `p -(k)-> n`? Enumerates every
     /// simple path of product states from n to p.
-    fn closes_strong_cycle(&self, p: usize, n: usize, k: DepKind) -> bool {
+    fn closes_strong_cycle(&self, p: usize, n: usize, k: Kind) -> bool {
         fn dfs(
             o: &Oracle,
             at: usize,
-            ended_r: bool,
+            entered: Mode,
             p: usize,
-            k: DepKind,
-            on_path: &mut HashSet<(usize, bool)>,
+            k: Kind,
+            on_path: &mut HashSet<(usize, Mode)>,
         ) -> bool {
-            if at == p && !(ended_r && k.starts_shared()) {
+            if at == p && blocks(entered, k.0) {
                 return true;
             }
             for (&(from, to), kinds) in &o.edges {
                 if from != at {
                     continue;
                 }
-                for &kind in kinds {
-                    if ended_r && kind.starts_shared() {
+                for &(held, taken) in kinds {
+                    if !blocks(entered, held) {
                         continue;
                     }
-                    let s = (to, kind.ends_recursive());
+                    let s = (to, taken);
                     if on_path.insert(s) {
-                        let found = dfs(o, to, s.1, p, k, on_path);
+                        let found = dfs(o, to, taken, p, k, on_path);
                         on_path.remove(&s);
                         if found {
                             return true;
@@ -113,8 +149,8 @@ impl Oracle {
             false
         }
         let mut on_path = HashSet::new();
-        on_path.insert((n, k.ends_recursive()));
-        dfs(self, n, k.ends_recursive(), p, k, &mut on_path)
+        on_path.insert((n, k.1));
+        dfs(self, n, k.1, p, k, &mut on_path)
     }
 
     /// Runs one thread's ops; returns, per op, whether a cycle was found.
@@ -131,7 +167,7 @@ impl Oracle {
                     let mut cycle = false;
                     if !try_ {
                         for &(h, hm, htry) in held.iter().rev() {
-                            let k = DepKind::of(hm, mode);
+                            let k = Oracle::norm((hm, mode));
                             let present =
                                 self.edges.get(&(h, lock)).is_some_and(|s| s.contains(&k));
                             if !present {
@@ -159,8 +195,9 @@ impl Oracle {
             .edges
             .iter()
             .map(|(&(f, t), k)| {
-                let mut k: Vec<DepKind> = k.iter().copied().collect();
+                let mut k: Vec<DepKind> = k.iter().map(|&(h, n)| DepKind::of(h, n)).collect();
                 k.sort();
+                k.dedup();
                 (NAMES[f].to_owned(), NAMES[t].to_owned(), k)
             })
             .collect();

@@ -10,15 +10,17 @@
 mod common;
 
 use common::*;
-use lockdep::{LockClassKey, LockMap, Mode};
+use lockdep::{LockClassKey, LockMap, Mode, Nesting};
 
 static KA: LockClassKey = LockClassKey::new();
 static KB: LockClassKey = LockClassKey::new();
 static KC: LockClassKey = LockClassKey::new();
 static KD: LockClassKey = LockClassKey::new();
-static KX: LockClassKey = LockClassKey::new();
-static KY: LockClassKey = LockClassKey::new();
-static KZ: LockClassKey = LockClassKey::new();
+// X, Y and Z are the classes whose instances nest: the kernel's strict rule for them (the
+// crate's default, instance order, would accept an unannotated nesting of two instances).
+static KX: LockClassKey = LockClassKey::with_nesting(Nesting::Strict);
+static KY: LockClassKey = LockClassKey::with_nesting(Nesting::Strict);
+static KZ: LockClassKey = LockClassKey::with_nesting(Nesting::Strict);
 
 /// The locks of one cell: A..D have their own classes; X1/X2, Y1/Y2, Z1/Z2 share a class.
 struct Locks {

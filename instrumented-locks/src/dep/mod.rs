@@ -26,10 +26,8 @@ use std::panic::Location;
 pub(crate) type Site = &'static Location<'static>;
 
 /// The lockdep mode of an upgradable read (`RwLock::upgradable_read`): shared with readers,
-/// but it can block behind a waiting writer or another upgradable holder, so two of them in
-/// one thread, or one ordered against a write, are reported. One place, so that a dedicated
-/// lockdep mode can replace it.
-pub(crate) const UPGRADABLE: lockdep::Mode = lockdep::Mode::Read;
+/// exclusive with writers and other upgradable reads.
+pub(crate) const UPGRADABLE: lockdep::Mode = lockdep::Mode::Upgradable;
 
 /// The marker that makes guards `!Send`, whatever the raw lock's `GuardMarker` says: a held
 /// lock belongs to the thread that took it. With the `send_guard` feature, `Send`.

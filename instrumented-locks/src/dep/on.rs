@@ -1,7 +1,6 @@
 //! With the `validate` feature: a lock embeds a [`lockdep::LockMap`], a guard one [`Track`]
 //! word.
 
-use std::panic::Location;
 use std::ptr;
 
 use lockdep::{DynamicKey, LockClassKey, LockMap, Mode};
@@ -15,29 +14,27 @@ pub(crate) struct Dep {
 
 impl Dep {
     /// Class = the caller's construction site and the protected type `T`; unnamed (reports
-    /// name it `kind<T>@site`). The one constructor that unnamed `new`/`const_new`/`Default`
-    /// use, so that lockdep's `const` constructor replaces it in one place.
+    /// name it `kind<T>@file:line`). `const`: the class is found at the first acquisition.
     #[inline]
     #[track_caller]
-    pub(crate) fn of_type<T: ?Sized>(_kind: &'static str) -> Dep {
+    pub(crate) const fn of_type<T: ?Sized>(kind: &'static str) -> Dep {
         Dep {
-            map: LockMap::new(std::any::type_name::<T>()),
+            map: LockMap::of_type::<T>(kind),
         }
     }
 
     /// Class = the caller's construction site and `T`, named `name` in reports.
     #[inline]
     #[track_caller]
-    #[allow(clippy::extra_unused_type_parameters)] // `T` joins the class with lockdep's (site, type) maps
-    pub(crate) fn named_of_type<T: ?Sized>(_kind: &'static str, name: &'static str) -> Dep {
+    pub(crate) const fn named_of_type<T: ?Sized>(kind: &'static str, name: &'static str) -> Dep {
         Dep {
-            map: LockMap::new(name),
+            map: LockMap::named_of_type::<T>(kind, name),
         }
     }
 
     /// Class = a static key.
     #[inline]
-    pub(crate) fn with_class(key: &'static LockClassKey, name: &'static str) -> Dep {
+    pub(crate) const fn with_class(key: &'static LockClassKey, name: &'static str) -> Dep {
         Dep {
             map: LockMap::with_key(name, key),
         }
@@ -184,6 +181,7 @@ fn mode_code(mode: Mode) -> usize {
         Mode::Exclusive => 0,
         Mode::Read => 1,
         Mode::RecursiveRead => 2,
+        Mode::Upgradable => 3,
     }
 }
 
@@ -191,7 +189,8 @@ fn code_mode(code: usize) -> Mode {
     match code & 0b11 {
         0 => Mode::Exclusive,
         1 => Mode::Read,
-        _ => Mode::RecursiveRead,
+        2 => Mode::RecursiveRead,
+        _ => Mode::Upgradable,
     }
 }
 
@@ -324,14 +323,17 @@ impl Track {
         }
     }
 
-    /// A blocking upgrade of a held upgradable read to a write: validated as an exclusive
-    /// acquisition under the other held locks before the caller blocks (the entry moves to
-    /// the top of the held stack).
+    /// A blocking upgrade of a held upgradable read to a write (`lockdep::upgrade`):
+    /// validated as an exclusive acquisition under the other held locks before the caller
+    /// blocks; the entry moves to the top of the held stack, held exclusively.
     #[inline]
     pub(crate) fn upgrade(&mut self, dep: &Dep, site: Site) {
         if self.is_held() {
-            self.release(dep, site);
-            *self = dep.acquire(Mode::Exclusive, 0, None, site);
+            lockdep::upgrade(&dep.map, site);
+            self.word = ptr::without_provenance(
+                HELD | mode_code(Mode::Exclusive) << MODE_SHIFT
+                    | usize::from(self.subclass()) << SUBCLASS_SHIFT,
+            );
         }
     }
 
@@ -342,10 +344,11 @@ impl Track {
     }
 }
 
-/// The site a guard drop reports: a guard's `Drop` cannot be `#[track_caller]`.
+/// The site a guard drop reports: a guard's `Drop` cannot be `#[track_caller]`, so lockdep's
+/// placeholder, which reports show as "(guard drop)".
 #[inline]
 pub(crate) fn drop_site() -> Site {
-    Location::caller()
+    lockdep::guard_drop_site()
 }
 
 /// A held acquisition with the map it belongs to: releases it on drop. Mapped guards carry

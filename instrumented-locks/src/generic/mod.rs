@@ -136,23 +136,6 @@ fn here() -> Site {
     Location::caller()
 }
 
-/// Declares the items below (generics in brackets: `fn f[T](..)`) `const fn` where the lock map can be built in a constant
-/// (without `validate`), plain `fn` otherwise. The one switch to flip when lockdep's
-/// `LockMap` constructors become `const`: then every constructor is `const`, as
-/// parking_lot's are.
-macro_rules! const_unless_validating {
-    ($(
-        $(#[$m:meta])*
-        $vis:vis fn $name:ident $([$($gen:ident),*])? ($($args:tt)*) -> $ret:ty $body:block
-    )*) => {$(
-        #[cfg(not(feature = "validate"))]
-        $(#[$m])* $vis const fn $name $(<$($gen),*>)? ($($args)*) -> $ret $body
-        #[cfg(feature = "validate")]
-        $(#[$m])* $vis fn $name $(<$($gen),*>)? ($($args)*) -> $ret $body
-    )*};
-}
-pub(crate) use const_unless_validating;
-
 /// The surface every lock shares: the constructors that choose a class, `into_inner`,
 /// `get_mut`, `data_ptr`, the validator's assertions, `Default`, `From`, `Debug` and the
 /// serde impls. `$Lock<$P..., T>` wraps `lock_api::$Lock<$P..., T>` in a field `inner`,
@@ -161,26 +144,25 @@ pub(crate) use const_unless_validating;
 macro_rules! lock_surface {
     ($Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident) => {
         impl<$($P: $Bound),+, T> $Lock<$($P),+, T> {
-            $crate::generic::const_unless_validating! {
-                /// A new unlocked lock. Its lock class is the caller's source location and
-                /// the type `T`; reports call it by that (`Kind<T>@file:line`) until it is
-                /// [named](Self::named). `const` where parking_lot's is (see the crate docs
-                /// for when the `validate` feature allows it).
-                #[inline]
-                #[track_caller]
-                pub fn new(val: T) -> Self {
-                    $Lock {
-                        dep: $crate::dep::Dep::of_type::<T>($kind),
-                        inner: lock_api::$Lock::new(val),
-                    }
+            /// A new unlocked lock. Its lock class is the caller's source location and
+            /// the type `T`; reports call it by that (`Kind<T>@file:line`) unless it is
+            /// [named](Self::named). `const`, as parking_lot's: the class is found at the
+            /// first acquisition.
+            #[inline]
+            #[track_caller]
+            pub const fn new(val: T) -> Self {
+                $Lock {
+                    dep: $crate::dep::Dep::of_type::<T>($kind),
+                    inner: lock_api::$Lock::new(val),
                 }
             }
 
+
             /// A new unlocked lock of the caller's construction-site class (with `T`), named
-            /// `name` in reports.
+            /// `name` in reports. `const`.
             #[inline]
             #[track_caller]
-            pub fn named(val: T, name: &'static str) -> Self {
+            pub const fn named(val: T, name: &'static str) -> Self {
                 $Lock {
                     dep: $crate::dep::Dep::named_of_type::<T>($kind, name),
                     inner: lock_api::$Lock::new(val),
@@ -189,9 +171,9 @@ macro_rules! lock_surface {
 
             /// A new unlocked lock whose class is the static `key` (the kernel's
             /// `lockdep_set_class()`): every lock made with one key is one class, wherever
-            /// it is constructed.
+            /// it is constructed. `const`.
             #[inline]
-            pub fn with_class(
+            pub const fn with_class(
                 val: T,
                 key: &'static lockdep::LockClassKey,
                 name: &'static str,

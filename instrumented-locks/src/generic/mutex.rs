@@ -40,26 +40,24 @@ pub struct Mutex<R, T: ?Sized> {
 lock_surface!(Mutex<R: RawMutex>, "Mutex", lock);
 
 impl<R, T> Mutex<R, T> {
-    super::const_unless_validating! {
-        /// A new unlocked mutex over the raw mutex `raw_mutex` (`lock_api::Mutex::from_raw`);
-        /// class as for [`new`](Self::new).
-        #[inline]
-        #[track_caller]
-        pub fn from_raw(raw_mutex: R, val: T) -> Mutex<R, T> {
-            Mutex {
-                dep: Dep::of_type::<T>("Mutex"),
-                inner: lock_api::Mutex::from_raw(raw_mutex, val),
-            }
+    /// A new unlocked mutex over the raw mutex `raw_mutex` (`lock_api::Mutex::from_raw`);
+    /// class as for [`new`](Self::new).
+    #[inline]
+    #[track_caller]
+    pub const fn from_raw(raw_mutex: R, val: T) -> Mutex<R, T> {
+        Mutex {
+            dep: Dep::of_type::<T>("Mutex"),
+            inner: lock_api::Mutex::from_raw(raw_mutex, val),
         }
+    }
 
-        /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
-        #[inline]
-        #[track_caller]
-        pub fn const_new(raw_mutex: R, val: T) -> Mutex<R, T> {
-            Mutex {
-                dep: Dep::of_type::<T>("Mutex"),
-                inner: lock_api::Mutex::from_raw(raw_mutex, val),
-            }
+    /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
+    #[inline]
+    #[track_caller]
+    pub const fn const_new(raw_mutex: R, val: T) -> Mutex<R, T> {
+        Mutex {
+            dep: Dep::of_type::<T>("Mutex"),
+            inner: lock_api::Mutex::from_raw(raw_mutex, val),
         }
     }
 }

@@ -47,26 +47,24 @@ pub struct ReentrantMutex<R, G, T: ?Sized> {
 lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock);
 
 impl<R, G, T> ReentrantMutex<R, G, T> {
-    super::const_unless_validating! {
-        /// A new unlocked mutex over `raw_mutex` and `get_thread_id`
-        /// (`lock_api::ReentrantMutex::from_raw`); class as for [`new`](Self::new).
-        #[inline]
-        #[track_caller]
-        pub fn from_raw(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
-            ReentrantMutex {
-                dep: Dep::of_type::<T>("ReentrantMutex"),
-                inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
-            }
+    /// A new unlocked mutex over `raw_mutex` and `get_thread_id`
+    /// (`lock_api::ReentrantMutex::from_raw`); class as for [`new`](Self::new).
+    #[inline]
+    #[track_caller]
+    pub const fn from_raw(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
+        ReentrantMutex {
+            dep: Dep::of_type::<T>("ReentrantMutex"),
+            inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
         }
+    }
 
-        /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
-        #[inline]
-        #[track_caller]
-        pub fn const_new(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
-            ReentrantMutex {
-                dep: Dep::of_type::<T>("ReentrantMutex"),
-                inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
-            }
+    /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
+    #[inline]
+    #[track_caller]
+    pub const fn const_new(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
+        ReentrantMutex {
+            dep: Dep::of_type::<T>("ReentrantMutex"),
+            inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
         }
     }
 }

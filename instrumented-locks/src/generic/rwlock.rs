@@ -46,26 +46,24 @@ pub struct RwLock<R, T: ?Sized> {
 lock_surface!(RwLock<R: RawRwLock>, "RwLock", read);
 
 impl<R, T> RwLock<R, T> {
-    super::const_unless_validating! {
-        /// A new unlocked lock over the raw lock `raw_rwlock` (`lock_api::RwLock::from_raw`);
-        /// class as for [`new`](Self::new).
-        #[inline]
-        #[track_caller]
-        pub fn from_raw(raw_rwlock: R, val: T) -> RwLock<R, T> {
-            RwLock {
-                dep: Dep::of_type::<T>("RwLock"),
-                inner: lock_api::RwLock::from_raw(raw_rwlock, val),
-            }
+    /// A new unlocked lock over the raw lock `raw_rwlock` (`lock_api::RwLock::from_raw`);
+    /// class as for [`new`](Self::new).
+    #[inline]
+    #[track_caller]
+    pub const fn from_raw(raw_rwlock: R, val: T) -> RwLock<R, T> {
+        RwLock {
+            dep: Dep::of_type::<T>("RwLock"),
+            inner: lock_api::RwLock::from_raw(raw_rwlock, val),
         }
+    }
 
-        /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
-        #[inline]
-        #[track_caller]
-        pub fn const_new(raw_rwlock: R, val: T) -> RwLock<R, T> {
-            RwLock {
-                dep: Dep::of_type::<T>("RwLock"),
-                inner: lock_api::RwLock::from_raw(raw_rwlock, val),
-            }
+    /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
+    #[inline]
+    #[track_caller]
+    pub const fn const_new(raw_rwlock: R, val: T) -> RwLock<R, T> {
+        RwLock {
+            dep: Dep::of_type::<T>("RwLock"),
+            inner: lock_api::RwLock::from_raw(raw_rwlock, val),
         }
     }
 }

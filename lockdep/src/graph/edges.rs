@@ -1,10 +1,10 @@
-//! One ordered pair of classes in the dependency graph: which kinds of dependency it has and
-//! where each kind was first seen.
+//! One ordered pair of classes (or of lock instances) in a dependency graph: which kinds of
+//! dependency it has and where, and on which instances, each kind was first seen.
 
 use std::panic::Location;
 use std::sync::Arc;
 
-use crate::mode::DepKind;
+use crate::mode::Kind;
 
 /// A stack trace captured when a dependency was first recorded (only with
 /// [`set_capture_backtraces`](crate::set_capture_backtraces)). Compares by identity.
@@ -19,58 +19,72 @@ impl PartialEq for Trace {
 
 impl Eq for Trace {}
 
-/// Where the two ends of one dependency were acquired, captured when the dependency was first
-/// seen.
+/// One lock instance as a dependency saw it: its lock map's address and name, if it has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub instance: usize,
+    pub name: Option<&'static str>,
+}
+
+/// Where the two ends of one dependency were acquired, and on which instances, captured when
+/// the dependency was first seen.
 #[derive(Clone, Debug)]
 pub(crate) struct EdgeSites {
     pub prev: &'static Location<'static>,
     pub next: &'static Location<'static>,
+    pub prev_lock: Seen,
+    pub next_lock: Seen,
     /// The stack of the acquisition that created the dependency, if capture is on.
     pub trace: Option<Trace>,
 }
 
-/// All the kinds recorded for one ordered pair of classes.
+/// All the kinds recorded for one ordered pair.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Edge {
-    /// Bit set of [`DepKind::bit`].
-    kinds: u8,
-    /// The sites of the first dependency of each kind, indexed by [`DepKind::index`].
-    sites: [Option<EdgeSites>; 4],
+    /// Bit set of [`Kind::bit`].
+    kinds: u16,
+    /// The sites of the first dependency of each kind, in the order they were recorded (most
+    /// pairs have one kind, so a short list beats a slot per kind).
+    sites: Vec<(Kind, EdgeSites)>,
 }
 
 impl Edge {
     /// True if a dependency of this kind is recorded.
-    pub fn has(&self, kind: DepKind) -> bool {
+    pub fn has(&self, kind: Kind) -> bool {
         self.kinds & kind.bit() != 0
     }
 
     /// Records a dependency of this kind, with its sites if it is new; returns whether it was.
-    pub fn insert(&mut self, kind: DepKind, sites: EdgeSites) -> bool {
+    pub fn insert(&mut self, kind: Kind, sites: EdgeSites) -> bool {
         if self.has(kind) {
             return false;
         }
         self.kinds |= kind.bit();
-        self.sites[kind.index()] = Some(sites);
+        self.sites.push((kind, sites));
         true
     }
 
-    /// The recorded kinds, in EN, SN, ER, SR order.
-    pub fn kinds(&self) -> impl Iterator<Item = DepKind> {
-        DepKind::kinds_in(self.kinds)
+    /// The recorded kinds, in index order.
+    pub fn kinds(&self) -> impl Iterator<Item = Kind> {
+        Kind::kinds_in(self.kinds)
     }
 
-    /// The number of recorded kinds.
+    /// The number of distinct public kinds ([`DepKind`](crate::DepKind)) recorded: what the
+    /// dependency count counts.
     pub fn count(&self) -> usize {
-        self.kinds.count_ones() as usize
+        let mut public: Vec<_> = self.kinds().map(Kind::public).collect();
+        public.sort_unstable();
+        public.dedup();
+        public.len()
     }
 
     /// Where the first dependency of this kind was seen.
-    pub fn sites(&self, kind: DepKind) -> Option<&EdgeSites> {
-        self.sites[kind.index()].as_ref()
+    pub fn sites(&self, kind: Kind) -> Option<&EdgeSites> {
+        self.sites.iter().find(|(k, _)| *k == kind).map(|(_, s)| s)
     }
 
-    /// The sites of the first recorded kind (in EN, SN, ER, SR order).
+    /// The sites of the first recorded dependency.
     pub fn first_sites(&self) -> Option<&EdgeSites> {
-        self.sites.iter().flatten().next()
+        self.sites.first().map(|(_, s)| s)
     }
 }

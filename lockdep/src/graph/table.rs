@@ -9,9 +9,12 @@ use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::edges::{Edge, EdgeSites};
+use super::instances::Instances;
+use super::search::Deps;
 use crate::class::{generation, ClassId, KeyRef};
 use crate::limits::{MAX_CLASSES, MAX_SUBCLASSES};
-use crate::mode::DepKind;
+use crate::mode::Kind;
+use crate::nesting::Nesting;
 
 /// One live lock class.
 #[derive(Debug)]
@@ -20,6 +23,8 @@ pub(crate) struct ClassNode {
     pub name: Arc<str>,
     pub key: KeyRef,
     pub subclass: u8,
+    /// The nesting rule its key fixes, if any (else the global one applies).
+    pub nesting: Option<Nesting>,
     /// Dependencies `self -> other`, by the other class's slot index.
     pub after: HashMap<u32, Edge>,
     /// Slot indexes of classes with a dependency into `self`.
@@ -34,6 +39,8 @@ pub(crate) struct Graph {
     by_key: HashMap<(KeyRef, u8), u32>,
     /// Number of (pair, kind) dependencies.
     dependency_count: usize,
+    /// The instance-order pairs of each class.
+    pub instances: Instances,
 }
 
 /// All [`MAX_CLASSES`] classes are live.
@@ -76,9 +83,16 @@ impl Graph {
     }
 
     /// Creates the class of `(key, subclass)` named after `name` (with `/subclass` appended
-    /// for subclasses other than 0); the kernel's `register_lock_class()`. The caller checked
-    /// that it does not exist. Fails when [`MAX_CLASSES`] classes are live.
-    pub fn create(&mut self, key: KeyRef, subclass: u8, name: &str) -> Result<ClassId, TableFull> {
+    /// for subclasses other than 0), with the nesting rule its key fixes, if any; the kernel's
+    /// `register_lock_class()`. The caller checked that it does not exist. Fails when
+    /// [`MAX_CLASSES`] classes are live.
+    pub fn create(
+        &mut self,
+        key: KeyRef,
+        subclass: u8,
+        name: &str,
+        nesting: Option<Nesting>,
+    ) -> Result<ClassId, TableFull> {
         let index = match self.free.pop() {
             Some(i) => i,
             None if self.classes.len() < MAX_CLASSES => {
@@ -98,6 +112,7 @@ impl Graph {
             name,
             key,
             subclass,
+            nesting,
             after: HashMap::new(),
             before: HashSet::new(),
         });
@@ -105,21 +120,30 @@ impl Graph {
         Ok(id)
     }
 
+    /// The nesting rule of a live class: its key's, or the global one.
+    pub fn nesting(&self, id: ClassId) -> Nesting {
+        self.class(id)
+            .and_then(|c| c.nesting)
+            .unwrap_or_else(crate::nesting::nesting)
+    }
+
     /// True if the dependency `from -> to` of this kind is recorded.
-    pub fn has_kind(&self, from: ClassId, to: ClassId, kind: DepKind) -> bool {
+    pub fn has_kind(&self, from: ClassId, to: ClassId, kind: Kind) -> bool {
         self.class(from)
             .and_then(|c| c.after.get(&to.index()))
             .is_some_and(|e| e.has(kind))
     }
 
     /// Records the dependency `from -> to` of this kind. Both classes must be live.
-    pub fn add(&mut self, from: ClassId, to: ClassId, kind: DepKind, sites: EdgeSites) {
+    pub fn add(&mut self, from: ClassId, to: ClassId, kind: Kind, sites: EdgeSites) {
         let (fi, ti) = (from.index(), to.index());
         let Some(Some(node)) = self.classes.get_mut(fi as usize) else {
             return;
         };
-        if node.after.entry(ti).or_default().insert(kind, sites) {
-            self.dependency_count += 1;
+        let edge = node.after.entry(ti).or_default();
+        let before = edge.count();
+        if edge.insert(kind, sites) {
+            self.dependency_count += edge.count() - before;
         }
         if let Some(Some(target)) = self.classes.get_mut(ti as usize) {
             target.before.insert(fi);
@@ -147,6 +171,7 @@ impl Graph {
             }
         }
         self.by_key.remove(&(node.key, node.subclass));
+        self.instances.drop_class(index);
         generation::make_dead(index);
         self.free.push(index);
     }
@@ -167,6 +192,34 @@ impl Graph {
         for i in 0..self.classes.len() as u32 {
             self.zap(i);
         }
+        self.instances.clear();
+    }
+
+    /// Forgets every instance pair of the lock instance `instance` (its map is freed or
+    /// re-initialised), so that a new lock at the same address inherits none.
+    pub fn forget_instance(&mut self, instance: usize) {
+        self.instances.forget(instance);
+    }
+}
+
+/// The class graph as the strong-path search sees it: class slots and their dependencies.
+impl Deps for Graph {
+    type Node = u32;
+
+    fn has_way_in(&self, n: u32) -> bool {
+        matches!(self.slot(n), Some(c) if !c.before.is_empty())
+    }
+
+    fn has_way_out(&self, n: u32) -> bool {
+        matches!(self.slot(n), Some(c) if !c.after.is_empty())
+    }
+
+    fn for_each_after(&self, n: u32, f: &mut dyn FnMut(u32, &Edge)) {
+        if let Some(c) = self.slot(n) {
+            for (&to, e) in &c.after {
+                f(to, e);
+            }
+        }
     }
 }
 
@@ -175,25 +228,53 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::class::{LockClassKey, StaticKey};
+    use crate::graph::edges::Seen;
+    use crate::mode::Mode;
     use std::panic::Location;
 
     fn sites() -> EdgeSites {
+        let seen = Seen {
+            instance: 0,
+            name: None,
+        };
         EdgeSites {
             prev: Location::caller(),
             next: Location::caller(),
+            prev_lock: seen,
+            next_lock: seen,
             trace: None,
         }
     }
 
+    static KEYS: [LockClassKey; 4] = [const { LockClassKey::new() }; 4];
+
     fn key(n: usize) -> KeyRef {
-        KeyRef::Static(n)
+        KeyRef::Static(StaticKey(&KEYS[n]))
     }
+
+    const EN: Kind = Kind {
+        holder: crate::mode::Hold::E,
+        acquirer: Mode::Exclusive,
+    };
+    const SR: Kind = Kind {
+        holder: crate::mode::Hold::S,
+        acquirer: Mode::RecursiveRead,
+    };
+    const ER: Kind = Kind {
+        holder: crate::mode::Hold::E,
+        acquirer: Mode::RecursiveRead,
+    };
+    const SN: Kind = Kind {
+        holder: crate::mode::Hold::S,
+        acquirer: Mode::Exclusive,
+    };
 
     #[test]
     fn create_names_subclasses_and_finds_by_key() {
         let mut g = Graph::default();
-        let a = g.create(key(1), 0, "A").unwrap();
-        let a1 = g.create(key(1), 1, "A").unwrap();
+        let a = g.create(key(1), 0, "A", None).unwrap();
+        let a1 = g.create(key(1), 1, "A", None).unwrap();
         assert_eq!(&*g.class(a).unwrap().name, "A");
         assert_eq!(&*g.class(a1).unwrap().name, "A/1");
         assert_eq!(g.find(key(1), 0), Some(a));
@@ -205,16 +286,16 @@ mod tests {
     #[test]
     fn zap_removes_the_class_and_every_dependency_touching_it() {
         let mut g = Graph::default();
-        let [a, b, c] = [1, 2, 3].map(|n| g.create(key(n), 0, "class").unwrap());
-        g.add(a, b, DepKind::EN, sites());
-        g.add(a, b, DepKind::SR, sites());
-        g.add(b, c, DepKind::EN, sites());
-        g.add(c, a, DepKind::ER, sites());
+        let [a, b, c] = [1, 2, 3].map(|n| g.create(key(n), 0, "class", None).unwrap());
+        g.add(a, b, EN, sites());
+        g.add(a, b, SR, sites());
+        g.add(b, c, EN, sites());
+        g.add(c, a, ER, sites());
         assert_eq!(g.dependency_count(), 4);
         g.zap(b.index());
         assert!(g.class(b).is_none());
         assert_eq!(g.dependency_count(), 1, "only C -> A is left");
-        assert!(g.has_kind(c, a, DepKind::ER));
+        assert!(g.has_kind(c, a, ER));
         assert!(!g.slot(a.index()).unwrap().after.contains_key(&b.index()));
         assert!(!g.slot(c.index()).unwrap().before.contains(&b.index()));
         assert_eq!(g.class_count(), 2);
@@ -226,9 +307,9 @@ mod tests {
     #[test]
     fn a_reused_slot_is_a_new_class() {
         let mut g = Graph::default();
-        let old = g.create(key(1), 0, "old").unwrap();
+        let old = g.create(key(1), 0, "old", None).unwrap();
         g.zap(old.index());
-        let new = g.create(key(2), 0, "new").unwrap();
+        let new = g.create(key(2), 0, "new", None).unwrap();
         assert_eq!(new.index(), old.index(), "the free slot is reused");
         assert_ne!(new, old);
         assert!(
@@ -241,10 +322,12 @@ mod tests {
     #[test]
     fn zap_key_removes_all_subclasses_of_the_key() {
         let mut g = Graph::default();
-        let ids: Vec<ClassId> = (0..3).map(|s| g.create(key(1), s, "K").unwrap()).collect();
-        let other = g.create(key(2), 0, "L").unwrap();
-        g.add(ids[0], ids[1], DepKind::EN, sites());
-        g.add(other, ids[2], DepKind::EN, sites());
+        let ids: Vec<ClassId> = (0..3)
+            .map(|s| g.create(key(1), s, "K", None).unwrap())
+            .collect();
+        let other = g.create(key(2), 0, "L", None).unwrap();
+        g.add(ids[0], ids[1], EN, sites());
+        g.add(other, ids[2], EN, sites());
         assert_eq!(g.zap_key(key(1)), 3);
         assert_eq!(g.class_count(), 1);
         assert_eq!(g.dependency_count(), 0);
@@ -254,13 +337,13 @@ mod tests {
     #[test]
     fn adding_a_known_dependency_counts_it_once() {
         let mut g = Graph::default();
-        let a = g.create(key(1), 0, "A").unwrap();
-        let b = g.create(key(2), 0, "B").unwrap();
-        g.add(a, b, DepKind::EN, sites());
-        g.add(a, b, DepKind::EN, sites());
+        let a = g.create(key(1), 0, "A", None).unwrap();
+        let b = g.create(key(2), 0, "B", None).unwrap();
+        g.add(a, b, EN, sites());
+        g.add(a, b, EN, sites());
         assert_eq!(g.dependency_count(), 1);
-        assert!(g.has_kind(a, b, DepKind::EN));
-        assert!(!g.has_kind(a, b, DepKind::SN));
-        assert!(!g.has_kind(b, a, DepKind::EN));
+        assert!(g.has_kind(a, b, EN));
+        assert!(!g.has_kind(a, b, SN));
+        assert!(!g.has_kind(b, a, EN));
     }
 }

@@ -12,7 +12,10 @@ pub(crate) struct HeldLock {
     pub class: ClassId,
     /// Address of the lock map: the lock instance.
     pub instance: usize,
+    /// The map's name, or its kind if it has none.
     pub name: &'static str,
+    /// Whether `name` is a name (else a kind).
+    pub named: bool,
     pub mode: Mode,
     pub trylock: bool,
     pub subclass: u8,
@@ -22,11 +25,20 @@ pub(crate) struct HeldLock {
     /// Chain key of the stack up to and including this entry; set by the stack when the entry
     /// is pushed (see [`ThreadState::next`](super::ThreadState::next)).
     pub chain_key: u64,
-    /// `lockdep_pin_lock()` count; releasing a pinned lock is reported.
-    pub pin_count: u32,
+    /// `lockdep_pin_lock()` count; releasing a pinned lock is reported. 16 bits (pins past
+    /// 65,535 on one lock saturate), so that an entry stays 64 bytes, one cache line.
+    pub pin_count: u16,
+    /// Set once an instance pair *from* this lock was checked: its map must learn, when the
+    /// lock is released, that it has pairs to forget when it is freed.
+    pub paired: bool,
 }
 
 impl HeldLock {
+    /// The name, if the lock has one.
+    pub fn name_if_any(&self) -> Option<&'static str> {
+        self.named.then_some(self.name)
+    }
+
     /// The chain key of a stack whose top key is `below` with this entry pushed on it. The one
     /// place that decides which fields make a chain distinct: the class, the mode, the trylock
     /// flag, and whether a nest_lock covers the entry.
@@ -41,3 +53,7 @@ impl HeldLock {
         )
     }
 }
+
+// One entry per cache line: the held stack is scanned on every release.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<HeldLock>() == 64);

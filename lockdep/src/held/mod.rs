@@ -12,4 +12,4 @@ mod entry;
 mod stack;
 
 pub(crate) use entry::HeldLock;
-pub(crate) use stack::ThreadState;
+pub(crate) use stack::{Left, ThreadState};

@@ -2,8 +2,8 @@
 //!
 //! Invariants, kept by the methods below and nowhere else: `top` is the chain key of the top
 //! entry (0 when empty); every entry's `chain_key` is its own key over the entry below it
-//! (`HeldLock::chain_key_on`); `pins` is the sum of the entries' pin counts; `nested` is the
-//! number of entries taken under a nest_lock.
+//! (`HeldLock::chain_key_on`); `marks` is the sum of the entries' pin counts plus the number
+//! of entries marked `paired`; `nested` is the number of entries taken under a nest_lock.
 
 use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +12,7 @@ use super::HeldLock;
 use crate::chain::LocalCache;
 use crate::class::ClassId;
 use crate::mode::Mode;
+use crate::pair_cache::PairCache;
 
 /// Everything the validator keeps per thread.
 pub(crate) struct ThreadState {
@@ -19,19 +20,28 @@ pub(crate) struct ThreadState {
     /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
     /// acquire does not have to load it through the stack.
     top: u64,
-    /// Sum of the held entries' pin counts, so a release need not read the entry when nothing
-    /// is pinned (the usual case).
-    pins: u32,
+    /// Sum of the held entries' pin counts plus the number of entries marked `paired`, so a
+    /// release need not read the entry when nothing is pinned or paired (the usual case).
+    marks: u32,
     /// Number of held entries taken under a nest_lock. They do not count against the depth
     /// limit (the kernel folds them into one entry).
     nested: u32,
     /// The chains this thread validated (or found validated) recently.
     pub cache: LocalCache,
-    /// Set once the depth limit was reported for this thread (reported once, never silent).
-    pub depth_reported: bool,
+    /// The instance pairs this thread checked recently.
+    pub pairs: PairCache,
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
+}
+
+/// What leaving the stack found on an entry (both zero/false in the usual case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Left {
+    /// Its pin count.
+    pub pins: u32,
+    /// Whether it was marked `paired`.
+    pub paired: bool,
 }
 
 /// An entry ready to be pushed: its chain key is computed over the stack's top as it was when
@@ -57,10 +67,10 @@ impl ThreadState {
         ThreadState {
             held: Vec::new(),
             top: 0,
-            pins: 0,
+            marks: 0,
             nested: 0,
             cache: LocalCache::new(),
-            depth_reported: false,
+            pairs: PairCache::new(),
             identity: OnceCell::new(),
         }
     }
@@ -122,24 +132,32 @@ impl ThreadState {
         debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
         let Next { entry, .. } = next;
         self.nested += u32::from(entry.nest_lock != 0);
+        self.marks += u32::from(entry.pin_count) + u32::from(entry.paired);
         self.top = entry.chain_key;
         self.held.push(entry);
     }
 
-    /// Bookkeeping for entry `i` leaving the stack; returns its pin count.
+    /// Bookkeeping for entry `i` leaving the stack; returns its pins and paired mark.
     #[inline]
-    fn leave(&mut self, i: usize) -> u32 {
-        let pins = self.take_pins(i);
+    fn leave(&mut self, i: usize) -> Left {
+        let left = self.take_marks(i);
         if self.nested > 0 && self.held[i].nest_lock != 0 {
             self.nested -= 1;
         }
-        pins
+        left
     }
 
-    /// Drops entry `i` (a release); returns the pin count it had.
+    /// True if any held entry carries a mark (a pin or a checked instance pair).
     #[inline]
-    pub fn release_at(&mut self, i: usize) -> u32 {
-        let pins = self.leave(i);
+    pub fn any_marked(&self) -> bool {
+        self.marks != 0
+    }
+
+    /// Drops entry `i` (a release); returns what it carried. Always inlined: it is the whole
+    /// of a release's work on the hot path.
+    #[inline(always)]
+    pub fn release_at(&mut self, i: usize) -> Left {
+        let left = self.leave(i);
         if i + 1 == self.held.len() {
             // The usual LIFO case: no chain keys to recompute.
             self.held.pop();
@@ -148,27 +166,42 @@ impl ThreadState {
             self.held.remove(i);
             self.rekey(i);
         }
-        pins
+        left
     }
 
-    /// Clears entry `i`'s pin count and returns it; reads the entry only if something is
-    /// pinned.
+    /// Clears entry `i`'s pin count and paired mark and returns them; reads the entry only if
+    /// something is pinned or paired.
     #[inline]
-    fn take_pins(&mut self, i: usize) -> u32 {
-        if self.pins == 0 {
-            return 0;
+    fn take_marks(&mut self, i: usize) -> Left {
+        if self.marks == 0 {
+            return Left {
+                pins: 0,
+                paired: false,
+            };
         }
-        let p = std::mem::take(&mut self.held[i].pin_count);
-        self.pins -= p;
-        p
+        let pins = u32::from(std::mem::take(&mut self.held[i].pin_count));
+        let paired = std::mem::take(&mut self.held[i].paired);
+        self.marks -= pins + u32::from(paired);
+        Left { pins, paired }
+    }
+
+    /// Marks entry `i` as the source of a checked instance pair.
+    pub fn mark_paired(&mut self, i: usize) {
+        if !self.held[i].paired {
+            self.held[i].paired = true;
+            self.marks += 1;
+        }
     }
 
     /// Removes entry `i` and returns it, recomputing the chain keys of the entries above it
     /// (the kernel re-acquires them in `__lock_release()`; we do not re-validate, because every
     /// dependency among the remaining locks is already implied by the graph).
     pub fn remove(&mut self, i: usize) -> HeldLock {
-        self.leave(i);
-        let h = self.held.remove(i);
+        let left = self.leave(i);
+        let mut h = self.held.remove(i);
+        // The removed entry keeps its marks (a detached lock carries them to its new thread).
+        h.pin_count = left.pins as u16;
+        h.paired = left.paired;
         self.rekey(i);
         h
     }
@@ -188,8 +221,10 @@ impl ThreadState {
 
     /// Adds one pin to entry `i`.
     pub fn pin(&mut self, i: usize) {
-        self.held[i].pin_count += 1;
-        self.pins += 1;
+        if let Some(p) = self.held[i].pin_count.checked_add(1) {
+            self.held[i].pin_count = p;
+            self.marks += 1;
+        }
     }
 
     /// Removes one pin from entry `i`; false (and nothing changes) if it has none.
@@ -198,23 +233,23 @@ impl ThreadState {
             return false;
         }
         self.held[i].pin_count -= 1;
-        self.pins -= 1;
+        self.marks -= 1;
         true
     }
 
     /// Takes every entry off the stack (thread exit), leaving it empty.
     pub fn take_all(&mut self) -> Vec<HeldLock> {
         self.top = 0;
-        self.pins = 0;
+        self.marks = 0;
         self.nested = 0;
         std::mem::take(&mut self.held)
     }
 
-    /// Forgets the stack, the chain cache and the depth report (the validator's reset).
+    /// Forgets the stack and the chain cache (the validator's reset).
     pub fn clear(&mut self) {
         self.take_all();
         self.cache.clear();
-        self.depth_reported = false;
+        self.pairs.clear();
     }
 
     fn rekey(&mut self, i: usize) {
@@ -241,6 +276,7 @@ mod tests {
             class: ClassId::new(instance as u32, 1),
             instance,
             name: "L",
+            named: true,
             mode: Mode::Exclusive,
             trylock: false,
             subclass: 0,
@@ -248,6 +284,7 @@ mod tests {
             site: Location::caller(),
             chain_key: 0,
             pin_count: 0,
+            paired: false,
         }
     }
 
@@ -346,8 +383,30 @@ mod tests {
         st.pin(0);
         assert!(st.unpin(0));
         assert!(!st.unpin(1), "entry 1 has no pin");
-        assert_eq!(st.release_at(1), 0);
-        assert_eq!(st.release_at(0), 1);
+        assert_eq!(st.release_at(1).pins, 0);
+        assert_eq!(st.release_at(0).pins, 1);
+    }
+
+    #[test]
+    fn paired_marks_are_returned_by_the_release_or_carried_by_a_removal() {
+        let mut st = ThreadState::new();
+        for i in 1..=3 {
+            push(&mut st, entry(i));
+        }
+        st.mark_paired(0);
+        st.mark_paired(0);
+        st.mark_paired(2);
+        assert_eq!(
+            st.release_at(2),
+            Left {
+                pins: 0,
+                paired: true
+            }
+        );
+        assert!(!st.release_at(1).paired);
+        assert!(st.remove(0).paired, "a detached entry keeps its mark");
+        push(&mut st, entry(4));
+        assert!(!st.release_at(0).paired, "the counter went back to zero");
     }
 
     #[test]
@@ -361,17 +420,15 @@ mod tests {
             },
         );
         st.pin(0);
-        st.cache.insert(42);
-        st.depth_reported = true;
+        st.cache.insert(42, false);
         assert_eq!(st.take_all().len(), 1);
         assert_eq!((st.top_key(), st.depth()), (0, 0));
         push(&mut st, entry(2));
         st.clear();
         assert!(st.entries().is_empty());
-        assert!(!st.cache.contains(42));
-        assert!(!st.depth_reported);
+        assert_eq!(st.cache.lookup(42), crate::chain::Hit::Miss);
         // The counters were reset with the stack: a new entry releases cleanly.
         push(&mut st, entry(3));
-        assert_eq!(st.release_at(0), 0);
+        assert_eq!(st.release_at(0).pins, 0);
     }
 }

@@ -10,6 +10,7 @@ use super::sync;
 use super::table::{self, bucket_index, KeyNode};
 use crate::class::KeyRef;
 use crate::graph_lock::graph_lock;
+use crate::nesting::Nesting;
 use crate::report::KeyMisuse;
 use crate::thread;
 
@@ -58,8 +59,24 @@ impl DynamicKey {
     /// Creates a key without registering it; call [`register`](Self::register) before use.
     pub fn new_unregistered(name: &str) -> DynamicKey {
         DynamicKey {
-            node: KeyNode::alloc(name),
+            node: KeyNode::alloc(name, None),
         }
+    }
+
+    /// Creates and registers a key whose classes always use `nesting` for two of their
+    /// instances taken nested, whatever [`set_nesting`](crate::set_nesting) says.
+    #[track_caller]
+    pub fn with_nesting(name: &str, nesting: Nesting) -> DynamicKey {
+        let key = DynamicKey {
+            node: KeyNode::alloc(name, Some(nesting)),
+        };
+        key.register();
+        key
+    }
+
+    /// The nesting rule this key fixes, if any.
+    pub fn nesting(&self) -> Option<Nesting> {
+        self.node().nesting
     }
 
     fn node(&self) -> &KeyNode {
@@ -145,19 +162,21 @@ impl DynamicKey {
         }
         // Unlink and zap under the graph lock (a class of the key can then never be created
         // again: class creation checks registration under the same lock), then, with the
-        // graph lock dropped, wait for the lookups that were walking this bucket.
+        // graph lock dropped, wait for the lookups that were walking this bucket. An unknown
+        // key is reported after all of it, with no validator lock held.
+        let mut unknown = false;
         sync::unlink_and_wait(self.bucket(), || {
             let mut g = graph_lock();
             if !table::unlink(&mut g, self.node) {
-                drop(g);
-                if report_unknown {
-                    misuse::report(KeyMisuse::UnknownKey, self.name(), site);
-                }
+                unknown = true;
                 return false;
             }
             g.graph.zap_key(key);
             true
         });
+        if unknown && report_unknown {
+            misuse::report(KeyMisuse::UnknownKey, self.name(), site);
+        }
     }
 }
 

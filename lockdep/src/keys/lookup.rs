@@ -18,8 +18,9 @@
 //! [`KeyHandle::is_registered`](crate::KeyHandle::is_registered).
 
 use super::sync;
-use super::table::{bucket_index, walk};
+use super::table::{bucket_index, nesting_locked, walk};
 use crate::graph_lock::Global;
+use crate::nesting::Nesting;
 
 /// Is the dynamic key `(addr, serial)` registered? Lock-free: the walk runs inside a read
 /// section of the key's bucket, by default a hazard pointer on the bucket head (see the
@@ -32,6 +33,11 @@ pub(crate) fn is_registered(addr: usize, serial: u64) -> bool {
 /// the answer stays true until the lock is released.
 pub(crate) fn is_registered_locked(_g: &Global, addr: usize, serial: u64) -> bool {
     walk(addr, serial)
+}
+
+/// The nesting rule a registered dynamic key fixes, if any, under the graph lock.
+pub(crate) fn nesting_of_locked(g: &Global, addr: usize, serial: u64) -> Option<Nesting> {
+    nesting_locked(g, addr, serial)
 }
 
 /// Runs `f` inside the read section a lookup of `addr`'s bucket uses (a test hook, see

@@ -20,10 +20,9 @@
 mod dynamic;
 pub(crate) mod lookup;
 pub(crate) mod misuse;
-mod static_key;
 mod sync;
 mod table;
 
+pub use crate::class::LockClassKey;
 pub use dynamic::{DynamicKey, KeyHandle};
-pub use static_key::LockClassKey;
 pub use sync::{key_table_sync, set_key_table_sync, KeySyncStrategy, KeyTableSync};

@@ -15,13 +15,15 @@
 //! A lookup re-checks the strategy after entering its read section and retries if it changed,
 //! so no walk runs under a strategy that nobody waits for.
 
+use std::any::Any;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use hazptr::Domain;
 
 use super::table::bucket_head;
+use crate::fork::{self, Participant, Rank};
 use crate::limits::KEY_BUCKETS;
 
 /// Read-side protection and grace-period wait for the dynamic-key table, supplied by the user
@@ -87,9 +89,32 @@ static DIRECT: AtomicBool = AtomicBool::new(false);
 /// poisoning (a user strategy that panicked) is ignored.
 static SWITCH: RwLock<()> = RwLock::new(());
 
+/// Around `fork()`: no unregister (and so no grace-period wait of ours) is in progress while
+/// the child is made, and the child forgets the hazard pointers of lookups that were running
+/// on threads it does not have, so that its own unregisters do not wait for them forever.
+static FORK: Participant = Participant {
+    prepare: fork_prepare,
+    child: fork_child,
+};
+
+fn fork_prepare() -> Box<dyn Any> {
+    // Created now if it was not, so that no thread is inside its one-time initialization.
+    let _ = Domain::global();
+    Box::new(SWITCH.write().unwrap_or_else(PoisonError::into_inner))
+}
+
+fn fork_child() {
+    Domain::global().after_fork_in_child();
+}
+
+fn switch_read() -> RwLockReadGuard<'static, ()> {
+    fork::join(Rank::KeySwitch, &FORK);
+    SWITCH.read().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// The strategy in force now.
 pub fn key_table_sync() -> KeyTableSync {
-    let _switch = SWITCH.read().unwrap_or_else(PoisonError::into_inner);
+    let _switch = switch_read();
     current()
 }
 
@@ -120,6 +145,7 @@ fn current() -> KeyTableSync {
 /// process: lookups compare the published box's address to detect a switch, so addresses
 /// must never be reused.
 pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
+    fork::join(Rank::KeySwitch, &FORK);
     let _switch = SWITCH.write().unwrap_or_else(PoisonError::into_inner);
     let old = current();
     let new_ext = match sync {
@@ -154,6 +180,8 @@ pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
 
 /// Runs `f` (one walk of bucket `index`) inside a read section of the strategy in force.
 pub(crate) fn read_section<R>(index: usize, f: impl FnOnce() -> R) -> R {
+    // A fork while this thread is in the section must clear its hazard pointer in the child.
+    fork::join(Rank::KeySwitch, &FORK);
     let head = bucket_head(index);
     loop {
         // SeqCst: see the re-checks below.
@@ -202,7 +230,7 @@ impl Drop for ExternalSection {
 /// bucket). No strategy switch can happen in between.
 pub(crate) fn unlink_and_wait(index: usize, unlink: impl FnOnce() -> bool) {
     let head = bucket_head(index);
-    let _switch = SWITCH.read().unwrap_or_else(PoisonError::into_inner);
+    let _switch = switch_read();
     if !unlink() {
         return;
     }

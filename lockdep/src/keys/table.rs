@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::graph_lock::Global;
 use crate::limits::{KEY_BUCKETS, KEY_BUCKET_BITS};
+use crate::nesting::Nesting;
 
 const MAGIC_LIVE: u64 = 0x6c6f_636b_6465_7021;
 const MAGIC_DEAD: u64 = 0xdead_dead_dead_dead;
@@ -25,6 +26,8 @@ pub(crate) struct KeyNode {
     /// [`MAGIC_LIVE`] until the node is freed; readers check it to catch a use after free.
     magic: AtomicU64,
     pub name: Arc<str>,
+    /// The nesting rule the key fixes for its classes, if any.
+    pub nesting: Option<Nesting>,
 }
 
 static BUCKETS: [AtomicPtr<KeyNode>; KEY_BUCKETS] =
@@ -44,13 +47,14 @@ pub(crate) fn bucket_head(index: usize) -> &'static AtomicPtr<KeyNode> {
 
 impl KeyNode {
     /// Allocates an unlinked node with a fresh serial number.
-    pub(crate) fn alloc(name: &str) -> NonNull<KeyNode> {
+    pub(crate) fn alloc(name: &str, nesting: Option<Nesting>) -> NonNull<KeyNode> {
         let node = Box::new(KeyNode {
             next: AtomicPtr::new(ptr::null_mut()),
             // Relaxed: a unique number is all that is needed.
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             magic: AtomicU64::new(MAGIC_LIVE),
             name: Arc::from(name),
+            nesting,
         });
         NonNull::from(Box::leak(node))
     }
@@ -78,6 +82,18 @@ impl KeyNode {
 /// The caller either is inside a read section of the bucket (see `lookup`) or holds the graph
 /// lock; that is what keeps every node it reaches allocated.
 pub(crate) fn walk(addr: usize, serial: u64) -> bool {
+    find(addr, serial, |_| ()).is_some()
+}
+
+/// The nesting rule of the registered key `(addr, serial)`, if it is registered and fixes one;
+/// `_g` is the graph lock's guard, which keeps linked nodes allocated.
+pub(crate) fn nesting_locked(_g: &Global, addr: usize, serial: u64) -> Option<Nesting> {
+    find(addr, serial, |n| n.nesting).flatten()
+}
+
+/// Walks the bucket of `addr` for the node `addr` with this serial and applies `f` to it; the
+/// caller protects the bucket as for [`walk`].
+fn find<R>(addr: usize, serial: u64, f: impl FnOnce(&KeyNode) -> R) -> Option<R> {
     // Acquire: pairs with the Release store that linked the first node, so its fields
     // (serial, magic, next) are visible.
     let mut p = bucket_head(bucket_index(addr)).load(Ordering::Acquire);
@@ -97,12 +113,12 @@ pub(crate) fn walk(addr: usize, serial: u64) -> bool {
             "lockdep: a key bucket reached a freed key node (validator bug)"
         );
         if p as usize == addr && node.serial == serial {
-            return true;
+            return Some(f(node));
         }
         // Acquire: pairs with the Release store that linked the next node.
         p = node.next.load(Ordering::Acquire);
     }
-    false
+    None
 }
 
 /// Links `node` at the head of its bucket and counts it; `g` is the graph lock's guard (the only

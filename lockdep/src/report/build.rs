@@ -8,15 +8,16 @@
 use std::panic::Location;
 
 use super::types::{
-    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
-    ThreadDesc,
+    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
+    Report, SameClass, ThreadDesc,
 };
 use crate::class::ClassId;
+use crate::graph::edges::{Edge, EdgeSites, Seen};
 use crate::graph::search::Step;
 use crate::graph::{Graph, Trace};
 use crate::held::{HeldLock, ThreadState};
-use crate::limits::MAX_CLASSES;
-use crate::mode::{DepKind, Mode};
+use crate::limits::{MAX_CLASSES, MAX_INSTANCE_PAIRS};
+use crate::mode::{Kind, Mode};
 
 type Site = &'static Location<'static>;
 
@@ -50,6 +51,7 @@ pub(crate) fn lock(g: &Graph, h: &HeldLock) -> LockDesc {
         class: h.class,
         class_name,
         instance: h.instance,
+        name: h.name_if_any(),
         mode: h.mode,
         trylock: h.trylock,
         site: h.site,
@@ -73,12 +75,23 @@ pub(crate) fn key_misuse(thread: ThreadDesc, kind: KeyMisuse, key: &str, site: S
     }
 }
 
-/// All [`MAX_CLASSES`] classes are live.
-pub(crate) fn classes_exhausted(thread: ThreadDesc) -> Report {
+/// All [`MAX_CLASSES`] classes are live, for the `episode`-th time.
+pub(crate) fn classes_exhausted(thread: ThreadDesc, episode: u64) -> Report {
     Report::CapacityExhausted {
         thread,
         what: Capacity::Classes,
         limit: MAX_CLASSES,
+        episode,
+    }
+}
+
+/// [`MAX_INSTANCE_PAIRS`] instance-order pairs are kept, for the `episode`-th time.
+pub(crate) fn instance_pairs_exhausted(st: &ThreadState, episode: u64) -> Report {
+    Report::CapacityExhausted {
+        thread: thread(st),
+        what: Capacity::InstancePairs,
+        limit: MAX_INSTANCE_PAIRS,
+        episode,
     }
 }
 
@@ -99,12 +112,13 @@ pub(crate) fn nest_lock_not_held(
     }
 }
 
-/// The thread's held-lock depth reached `limit`.
-pub(crate) fn depth_exhausted(st: &ThreadState, limit: usize) -> Report {
+/// The thread's held-lock depth reached `limit`, for the `episode`-th time.
+pub(crate) fn depth_exhausted(st: &ThreadState, limit: usize, episode: u64) -> Report {
     Report::CapacityExhausted {
         thread: thread(st),
         what: Capacity::HeldLocks,
         limit,
+        episode,
     }
 }
 
@@ -130,6 +144,82 @@ pub(crate) fn same_class(
     }
 }
 
+fn instance(s: Seen) -> LockInstance {
+    LockInstance {
+        address: s.instance,
+        name: s.name,
+    }
+}
+
+fn held_instance(h: &HeldLock) -> LockInstance {
+    LockInstance {
+        address: h.instance,
+        name: h.name_if_any(),
+    }
+}
+
+/// The dependency `from -> to` (class names) recorded in `edge` with `kind`; without its
+/// sites (a dependency zapped meanwhile) it shows `fallback` for both.
+fn recorded(
+    from: String,
+    to: String,
+    edge: Option<&Edge>,
+    kind: Kind,
+    fallback: &HeldLock,
+) -> Dependency {
+    let sites = edge.and_then(|e| e.sites(kind).cloned());
+    let EdgeSites {
+        prev,
+        next,
+        prev_lock,
+        next_lock,
+        trace,
+    } = sites.unwrap_or(EdgeSites {
+        prev: fallback.site,
+        next: fallback.site,
+        prev_lock: Seen {
+            instance: 0,
+            name: None,
+        },
+        next_lock: Seen {
+            instance: 0,
+            name: None,
+        },
+        trace: None,
+    });
+    Dependency {
+        from,
+        to,
+        kind: kind.public(),
+        from_site: prev,
+        to_site: next,
+        from_instance: instance(prev_lock),
+        to_instance: instance(next_lock),
+        trace,
+    }
+}
+
+/// The new dependency `prev -> next` (held locks of this thread), as `cycle[0]` of a report.
+fn new_dependency(
+    from: String,
+    to: String,
+    prev: &HeldLock,
+    next: &HeldLock,
+    kind: Kind,
+    trace: Option<Trace>,
+) -> Dependency {
+    Dependency {
+        from,
+        to,
+        kind: kind.public(),
+        from_site: prev.site,
+        to_site: next.site,
+        from_instance: held_instance(prev),
+        to_instance: held_instance(next),
+        trace,
+    }
+}
+
 /// The new dependency `prev -(kind)-> next` would close a strong cycle with the recorded
 /// `path` (`next ->* prev`, as the search found it); `trace` is the current stack, if
 /// captured. The kernel's `print_circular_bug()`.
@@ -138,44 +228,70 @@ pub(crate) fn circular(
     st: &ThreadState,
     prev: &HeldLock,
     next: &HeldLock,
-    kind: DepKind,
-    path: &[Step],
+    kind: Kind,
+    path: &[Step<u32>],
     trace: Option<Trace>,
 ) -> Report {
     let name = |slot: u32| {
         g.slot(slot)
             .map_or_else(|| "<zapped>".to_owned(), |c| c.name.to_string())
     };
-    let mut cycle = vec![Dependency {
-        from: name(prev.class.index()),
-        to: name(next.class.index()),
+    let mut cycle = vec![new_dependency(
+        name(prev.class.index()),
+        name(next.class.index()),
+        prev,
+        next,
         kind,
-        from_site: prev.site,
-        to_site: next.site,
         trace,
-    }];
+    )];
     for s in path {
-        let sites = g
-            .slot(s.from)
-            .and_then(|c| c.after.get(&s.to))
-            .and_then(|e| e.sites(s.kind).cloned());
-        let (from_site, to_site, trace) =
-            sites.map_or((next.site, next.site, None), |e| (e.prev, e.next, e.trace));
-        cycle.push(Dependency {
-            from: name(s.from),
-            to: name(s.to),
-            kind: s.kind,
-            from_site,
-            to_site,
-            trace,
-        });
+        let edge = g.slot(s.from).and_then(|c| c.after.get(&s.to));
+        cycle.push(recorded(name(s.from), name(s.to), edge, s.kind, next));
     }
     Report::CircularDependency(CircularDependency {
         thread: thread(st),
         acquiring: lock(g, next),
         holding: lock(g, prev),
         cycle,
+        instance_order: false,
         held: held(g, st),
+        class_set: 0,
+    })
+}
+
+/// The new instance pair `prev -(kind)-> next` (two instances of one class) would close a
+/// strong cycle with the recorded pairs `path` (`next ->* prev` among the class's instances).
+pub(crate) fn instance_circular(
+    g: &Graph,
+    st: &ThreadState,
+    prev: &HeldLock,
+    next: &HeldLock,
+    kind: Kind,
+    path: &[Step<usize>],
+    trace: Option<Trace>,
+) -> Report {
+    let class = lock(g, next).class_name;
+    let pairs = g.instances.class(next.class.index());
+    let mut cycle = vec![new_dependency(
+        class.clone(),
+        class.clone(),
+        prev,
+        next,
+        kind,
+        trace,
+    )];
+    for s in path {
+        let edge = pairs.and_then(|p| p.pair(s.from, s.to));
+        cycle.push(recorded(class.clone(), class.clone(), edge, s.kind, next));
+    }
+    Report::CircularDependency(CircularDependency {
+        thread: thread(st),
+        acquiring: lock(g, next),
+        holding: lock(g, prev),
+        cycle,
+        instance_order: true,
+        held: held(g, st),
+        class_set: 0,
     })
 }
 
@@ -197,6 +313,7 @@ pub(crate) fn bad_unlock(
             class,
             class_name: name.to_owned(),
             instance,
+            name: None,
             mode: Mode::Exclusive,
             trylock: false,
             site,
@@ -245,6 +362,7 @@ pub(crate) fn assertion_failed(
         kind,
         lock: lock.to_owned(),
         site,
+        acquired_at: None,
         held: held(g, st),
     }
 }

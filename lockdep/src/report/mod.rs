@@ -1,17 +1,29 @@
 //! Reports: what they say ([`types`]), their kernel-style text ([`text`]), how they are built
-//! from the validator's state ([`build`]), and where they go ([`policy`]).
+//! from the validator's state ([`build`]), and where they go: [`delivery`] takes each one
+//! through the test scope ([`scope`]), deduplication ([`dedup`], with capacity
+//! [`episode`]s rate limited) and the policy ([`policy`]), and writes to standard error with
+//! [`output`]; [`summary`] counts what deduplication suppressed.
 //!
 //! A report is built while the validator holds what it reads and delivered after it has let
 //! go of everything, before the lock operation that caused it takes effect.
 
 pub(crate) mod build;
+mod dedup;
+mod delivery;
+pub(crate) mod episode;
+mod output;
 mod policy;
+mod scope;
+mod summary;
 mod text;
 mod types;
 
-pub(crate) use policy::{deliver, deliver_no_unwind, delivered};
+pub(crate) use dedup::clear as forget_delivered;
+pub(crate) use delivery::{deliver, deliver_no_unwind, dropped, made};
 pub use policy::{set_policy, Handler, Policy};
+pub use scope::{test_scope, EnteredScope, ScopeHandle, TestScope};
+pub use summary::{print_summary, summary, Summary};
 pub use types::{
-    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass,
-    ThreadDesc,
+    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
+    Report, ReportKind, SameClass, ThreadDesc,
 };

@@ -6,11 +6,14 @@
 //! "*** DEADLOCK ***" and the held locks. The wording is ours.
 
 use std::fmt;
+use std::panic::Location;
 
 use super::types::{
-    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, Report, SameClass, ThreadDesc,
+    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, Report, SameClass,
+    ThreadDesc,
 };
 use crate::mode::Mode;
+use crate::site::is_guard_drop;
 
 fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
     let n = title.len();
@@ -25,12 +28,18 @@ fn lock_line(f: &mut fmt::Formatter<'_>, l: &LockDesc) -> fmt::Result {
         Mode::Exclusive => "",
         Mode::Read => " (read)",
         Mode::RecursiveRead => " (recursive read)",
+        Mode::Upgradable => " (upgradable read)",
     };
     let t = if l.trylock { " (trylock)" } else { "" };
+    // The instance's own name, when the class is named otherwise.
+    let n = match l.name {
+        Some(name) if name != l.class_name => format!(" \"{name}\""),
+        _ => String::new(),
+    };
     writeln!(
         f,
-        "{:#x} ({}){}{}, at: {}",
-        l.instance, l.class_name, r, t, l.site
+        "{:#x} ({}){}{}{}, at: {}",
+        l.instance, l.class_name, n, r, t, l.site
     )
 }
 
@@ -79,20 +88,71 @@ fn acquisition(
     }
 }
 
+/// An instance as a chain link shows it: its address, and its name if it has one.
+struct Instance<'a>(&'a LockInstance);
+
+impl fmt::Display for Instance<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.name {
+            Some(name) => write!(f, "{:#x} \"{name}\"", self.0.address),
+            None => write!(f, "{:#x}", self.0.address),
+        }
+    }
+}
+
+/// How a chain link names the two ends of dependency `d`: by class, or, in a cycle among
+/// instances of one class, by instance (its name, or the class, and its address).
+fn ends(d: &Dependency, by_instance: bool) -> (String, String) {
+    if by_instance {
+        (
+            label(&d.from, &d.from_instance),
+            label(&d.to, &d.to_instance),
+        )
+    } else {
+        (d.from.clone(), d.to.clone())
+    }
+}
+
+/// An instance of class `class`: `name 0x...`, or `class 0x...` if it has no name.
+fn label(class: &str, i: &LockInstance) -> String {
+    format!("{} {:#x}", i.name.unwrap_or(class), i.address)
+}
+
 /// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken.
-fn chain_link(f: &mut fmt::Formatter<'_>, k: usize, d: &Dependency, acquired: &str) -> fmt::Result {
-    writeln!(f, "\n-> #{k} ({}):", d.to)?;
-    writeln!(
-        f,
-        "       {} {acquired} at {} [{}]",
-        d.to, d.to_site, d.kind
-    )?;
-    writeln!(
-        f,
-        "       while holding {} acquired at {}",
-        d.from, d.from_site
-    )?;
+fn chain_link(
+    f: &mut fmt::Formatter<'_>,
+    k: usize,
+    d: &Dependency,
+    acquired: &str,
+    by_instance: bool,
+) -> fmt::Result {
+    let (from, to) = ends(d, by_instance);
+    writeln!(f, "\n-> #{k} ({to}):")?;
+    writeln!(f, "       {to} {acquired} at {} [{}]", d.to_site, d.kind)?;
+    writeln!(f, "       while holding {from} acquired at {}", d.from_site)?;
+    if !by_instance {
+        writeln!(
+            f,
+            "       first seen on {} -> {}",
+            Instance(&d.from_instance),
+            Instance(&d.to_instance)
+        )?;
+    }
     trace(f, d)
+}
+
+/// The one-line legend of the dependency tags of a cycle's chain (see [`DepKind`](crate::DepKind)).
+const TAGS: &str = "([XY]: the earlier lock was held X = E exclusively or S shared (read); the \
+                    later one taken Y = N non-recursively or R as a recursive read)";
+
+/// A release site as a report shows it: "(guard drop)" for the placeholder of a release
+/// whose site is unknown.
+fn release_site(site: &Location<'_>) -> String {
+    if is_guard_drop(site) {
+        "(guard drop)".to_owned()
+    } else {
+        site.to_string()
+    }
 }
 
 fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
@@ -100,17 +160,50 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
     writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
+    writeln!(f, "{TAGS}")?;
     let n = c.cycle.len();
     for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
-        chain_link(f, k, d, "acquired")?;
+        chain_link(f, k, d, "acquired", c.instance_order)?;
     }
     if let Some(d) = c.cycle.first() {
-        chain_link(f, 0, d, "being acquired")?;
+        chain_link(f, 0, d, "being acquired", c.instance_order)?;
     }
+    writeln!(
+        f,
+        "\n[XY]: X = how the held lock was held (E exclusive, S reader, U upgradable read), \
+         Y = how the next was taken (N writer or reader, R recursive reader, U upgradable read)"
+    )?;
     writeln!(f, "\nother info that might help us debug this:\n")?;
-    // The class that depends on `holding` last on the path (the kernel's "parent").
-    let parent = c.cycle.last().map(|d| d.from.clone()).unwrap_or_default();
-    let (held_name, new_name) = (&c.holding.class_name, &c.acquiring.class_name);
+    if c.instance_order {
+        writeln!(
+            f,
+            "the cycle is among instances of one class ({}), taken in different orders\n",
+            c.holding.class_name
+        )?;
+    }
+    // The class that depends on `holding` last on the path (the kernel's "parent"); for a
+    // cycle among instances of one class, the instances themselves.
+    let last = c.cycle.last();
+    let (parent, held_name, new_name) = if c.instance_order {
+        let of = |l: &LockDesc| {
+            let i = LockInstance {
+                address: l.instance,
+                name: l.name,
+            };
+            label(&l.class_name, &i)
+        };
+        (
+            last.map(|d| ends(d, true).0).unwrap_or_default(),
+            of(&c.holding),
+            of(&c.acquiring),
+        )
+    } else {
+        (
+            last.map(|d| d.from.clone()).unwrap_or_default(),
+            c.holding.class_name.clone(),
+            c.acquiring.class_name.clone(),
+        )
+    };
     if n > 2 {
         writeln!(f, "Chain exists of:")?;
         writeln!(f, "  {new_name} --> {parent} --> {held_name}\n")?;
@@ -176,7 +269,7 @@ impl fmt::Display for Report {
                     "{}/{} is trying to release lock ({}) at:",
                     thread.name, thread.id, releasing.class_name
                 )?;
-                writeln!(f, "{}", releasing.site)?;
+                writeln!(f, "{}", release_site(releasing.site))?;
                 writeln!(f, "but there are no more locks to release!\n")?;
                 writeln!(f, "other info that might help us debug this:")?;
                 held_block(f, thread, held)
@@ -244,13 +337,20 @@ impl fmt::Display for Report {
                 kind,
                 lock,
                 site,
+                acquired_at,
                 held,
             } => {
                 banner(f, "WARNING: lock annotation failed!")?;
+                let acquired = match acquired_at {
+                    Some(a) if is_guard_drop(site) => format!(" of the lock acquired at {a}"),
+                    _ => String::new(),
+                };
                 writeln!(
                     f,
-                    "{}/{}: {kind:?} for lock ({lock}) at {site}\n",
-                    thread.name, thread.id
+                    "{}/{}: {kind:?} for lock ({lock}) at {}{acquired}\n",
+                    thread.name,
+                    thread.id,
+                    release_site(site)
                 )?;
                 held_block(f, thread, held)
             }
@@ -258,17 +358,27 @@ impl fmt::Display for Report {
                 thread,
                 what,
                 limit,
+                episode,
             } => {
                 let what_s = match what {
                     Capacity::HeldLocks => "MAX_LOCK_DEPTH",
                     Capacity::Classes => "MAX_LOCKDEP_CLASSES",
+                    Capacity::InstancePairs => "MAX_INSTANCE_PAIRS",
                 };
                 banner(f, &format!("BUG: {what_s} too low!"))?;
                 writeln!(
                     f,
                     "{}/{}: the limit is {limit}; the validator keeps running.",
                     thread.name, thread.id
-                )
+                )?;
+                if *episode > 1 {
+                    writeln!(
+                        f,
+                        "This is episode {episode} of this limit; episodes 1, 2, 4, 8, ... \
+                         are reported, every one is counted (lockdep::stats())."
+                    )?;
+                }
+                Ok(())
             }
         }
     }

@@ -27,15 +27,32 @@ pub struct LockDesc {
     pub class_name: String,
     /// The lock instance (the address of its [`LockMap`](crate::LockMap)).
     pub instance: usize,
+    /// The instance's own name, if its map has one (the class may be named after another
+    /// instance, or after the lock's type and site).
+    pub name: Option<&'static str>,
     /// The acquire mode.
     pub mode: Mode,
     /// True if the lock was taken by a trylock.
     pub trylock: bool,
-    /// Where it was acquired (or released, for a release report).
+    /// Where it was acquired (or released, for a release report; a release by guard drop,
+    /// whose site is unknown, has lockdep's placeholder site, see
+    /// [`is_guard_drop`](crate::is_guard_drop)).
     pub site: &'static Location<'static>,
 }
 
-/// One dependency of a cycle, with both of its acquisition sites.
+/// One lock instance as a dependency saw it.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LockInstance {
+    /// The address of its [`LockMap`](crate::LockMap), as in [`LockDesc::instance`]. A freed
+    /// lock's address may be reused by a later lock.
+    pub address: usize,
+    /// The map's name, if it has one.
+    pub name: Option<&'static str>,
+}
+
+/// One dependency of a cycle, with both of its acquisition sites and the instances on which it
+/// was first seen.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dependency {
@@ -43,12 +60,18 @@ pub struct Dependency {
     pub from: String,
     /// The class that was acquired while `from` was held.
     pub to: String,
-    /// The dependency kind (EN/SN/ER/SR).
+    /// The dependency kind (EN, SN, ER, SR, or one with an upgradable read).
     pub kind: DepKind,
     /// Where `from` was acquired when the dependency was recorded.
     pub from_site: &'static Location<'static>,
     /// Where `to` was acquired when the dependency was recorded.
     pub to_site: &'static Location<'static>,
+    /// The instance of `from` that was held when the dependency was first seen: with
+    /// [`to_instance`](Self::to_instance), it tells whether a cycle closes within one group
+    /// of locks (one pool, one table) or only across groups.
+    pub from_instance: LockInstance,
+    /// The instance of `to` that was acquired when the dependency was first seen.
+    pub to_instance: LockInstance,
     /// The full stack of that acquisition, if backtrace capture was on when the dependency
     /// was recorded (for `cycle[0]`, the current stack if capture is on).
     pub trace: Option<Trace>,
@@ -68,8 +91,15 @@ pub struct CircularDependency {
     /// `holding` was acquired and the current site); `cycle[1..]` are the recorded
     /// dependencies `acquiring -> ... -> holding`, in path order.
     pub cycle: Vec<Dependency>,
+    /// True for a cycle among instances of one class
+    /// ([`Nesting::InstanceOrder`](crate::Nesting::InstanceOrder)): every dependency is then
+    /// between two instances of the same class, told apart by their `*_instance` fields.
+    pub instance_order: bool,
     /// The thread's held locks, bottom first.
     pub held: Vec<LockDesc>,
+    /// A hash of the cycle's set of classes: what makes two cycle reports the same report for
+    /// deduplication (set by the validator; 0 in a report built without it).
+    pub(crate) class_set: u64,
 }
 
 /// A lock of a class this thread already holds, taken in a way that can self-deadlock.
@@ -104,7 +134,7 @@ pub enum KeyMisuse {
 
 /// Which annotation failed.
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AssertKind {
     /// `assert_held`: the lock is not held by this thread.
     NotHeld,
@@ -130,6 +160,10 @@ pub enum Capacity {
     /// The number of live lock classes ([`MAX_CLASSES`](crate::MAX_CLASSES)); locks of new
     /// classes are tracked but not validated until classes are freed.
     Classes,
+    /// The number of instance-order pairs ([`MAX_INSTANCE_PAIRS`](crate::MAX_INSTANCE_PAIRS));
+    /// new pairs are not recorded (their order is not validated) until locks with pairs are
+    /// freed.
+    InstancePairs,
 }
 
 /// Everything the validator can report.
@@ -212,8 +246,12 @@ pub enum Report {
         kind: AssertKind,
         /// The lock map's name (empty for `assert_none_held`).
         lock: String,
-        /// Where.
+        /// Where. For a release by guard drop, whose site is unknown
+        /// ([`release_guard`](crate::release_guard)), lockdep's placeholder site, for which
+        /// [`is_guard_drop`](crate::is_guard_drop) is true.
         site: &'static Location<'static>,
+        /// For [`AssertKind::ReleasedWhilePinned`], where the released lock was acquired.
+        acquired_at: Option<&'static Location<'static>>,
         /// The thread's held locks.
         held: Vec<LockDesc>,
     },
@@ -227,10 +265,99 @@ pub enum Report {
         what: Capacity,
         /// The limit's value.
         limit: usize,
+        /// Which exhaustion of this limit since the process started (or the last
+        /// [`reset`](crate::reset)), from 1. An episode is one crossing of the limit: for
+        /// classes, from the first class that could not be created until a class is created
+        /// again; for the held-lock depth, one acquisition that takes a thread's depth past
+        /// the limit. Episodes are rate limited: the 1st, 2nd, 4th, 8th, ... (powers of two)
+        /// are delivered, the others only counted ([`Stats::repeats_suppressed`](crate::Stats)).
+        episode: u64,
     },
 }
 
+/// The kind of a [`Report`] (its variant), for counts such as
+/// [`Stats::suppressed_by_kind`](crate::Stats::suppressed_by_kind).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReportKind {
+    /// [`Report::CircularDependency`].
+    CircularDependency,
+    /// [`Report::RecursiveLocking`].
+    RecursiveLocking,
+    /// [`Report::MissingNestingAnnotation`].
+    MissingNestingAnnotation,
+    /// [`Report::NestLockNotHeld`].
+    NestLockNotHeld,
+    /// [`Report::BadUnlockBalance`].
+    BadUnlockBalance,
+    /// [`Report::HeldLockFreed`].
+    HeldLockFreed,
+    /// [`Report::LockHeldAtExit`].
+    LockHeldAtExit,
+    /// [`Report::KeyMisuse`].
+    KeyMisuse,
+    /// [`Report::AssertionFailed`].
+    AssertionFailed,
+    /// [`Report::CapacityExhausted`].
+    CapacityExhausted,
+}
+
+impl ReportKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ReportKind; 10] = [
+        ReportKind::CircularDependency,
+        ReportKind::RecursiveLocking,
+        ReportKind::MissingNestingAnnotation,
+        ReportKind::NestLockNotHeld,
+        ReportKind::BadUnlockBalance,
+        ReportKind::HeldLockFreed,
+        ReportKind::LockHeldAtExit,
+        ReportKind::KeyMisuse,
+        ReportKind::AssertionFailed,
+        ReportKind::CapacityExhausted,
+    ];
+
+    /// The position of the kind in [`ALL`](Self::ALL).
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the kind is called in a summary line ("possible recursive locking").
+impl std::fmt::Display for ReportKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReportKind::CircularDependency => "possible circular locking dependency",
+            ReportKind::RecursiveLocking => "possible recursive locking",
+            ReportKind::MissingNestingAnnotation => "missing lock nesting annotation",
+            ReportKind::NestLockNotHeld => "nest lock not held",
+            ReportKind::BadUnlockBalance => "bad unlock balance",
+            ReportKind::HeldLockFreed => "held lock freed",
+            ReportKind::LockHeldAtExit => "lock held at thread exit",
+            ReportKind::KeyMisuse => "lock class key misuse",
+            ReportKind::AssertionFailed => "lock annotation failed",
+            ReportKind::CapacityExhausted => "capacity exhausted",
+        })
+    }
+}
+
 impl Report {
+    /// The report's kind (its variant).
+    pub fn kind(&self) -> ReportKind {
+        match self {
+            Report::CircularDependency(_) => ReportKind::CircularDependency,
+            Report::RecursiveLocking(_) => ReportKind::RecursiveLocking,
+            Report::MissingNestingAnnotation(_) => ReportKind::MissingNestingAnnotation,
+            Report::NestLockNotHeld { .. } => ReportKind::NestLockNotHeld,
+            Report::BadUnlockBalance { .. } => ReportKind::BadUnlockBalance,
+            Report::HeldLockFreed { .. } => ReportKind::HeldLockFreed,
+            Report::LockHeldAtExit { .. } => ReportKind::LockHeldAtExit,
+            Report::KeyMisuse { .. } => ReportKind::KeyMisuse,
+            Report::AssertionFailed { .. } => ReportKind::AssertionFailed,
+            Report::CapacityExhausted { .. } => ReportKind::CapacityExhausted,
+        }
+    }
+
     /// The thread the report is about.
     pub fn thread(&self) -> &ThreadDesc {
         match self {

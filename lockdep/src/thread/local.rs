@@ -20,7 +20,7 @@ impl Drop for Slot {
         let st = &mut self.state;
         let held = st.take_all();
         let r = build::held_at_exit(&graph_lock().graph, st, &held);
-        report::deliver_no_unwind(&r);
+        report::deliver_no_unwind(r);
     }
 }
 

@@ -5,7 +5,8 @@ use std::panic::Location;
 use super::local::with_state;
 use crate::class::ClassId;
 use crate::graph_lock::graph_lock;
-use crate::report::{self, build, AssertKind};
+use crate::held::Left;
+use crate::report::{self, build, AssertKind, Report};
 
 /// What a release found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,8 +16,13 @@ pub(crate) enum Release {
     Released,
     /// This thread does not hold the lock.
     NotHeld,
-    /// The lock was held and pinned; it is released anyway.
-    WasPinned,
+    /// The lock was held and is released, and its entry carried marks: it was pinned (which
+    /// is reported; `pinned` is then the site that acquired it), or an instance pair from it
+    /// was checked (its map must be told).
+    Marked {
+        pinned: Option<&'static Location<'static>>,
+        paired: bool,
+    },
 }
 
 /// Takes the topmost entry of lock instance `instance` off this thread's stack. No lock taken;
@@ -25,14 +31,33 @@ pub(crate) enum Release {
 pub(crate) fn release(instance: usize) -> Release {
     with_state(|st| match st.find(instance) {
         None => Release::NotHeld,
-        Some(i) if st.release_at(i) > 0 => Release::WasPinned,
-        Some(_) => Release::Released,
+        Some(i) => {
+            // Only if some entry carries a mark (rare) can this one, and a pinned entry's
+            // report needs the site that acquired it.
+            let acquired_at = st.any_marked().then(|| st.entries()[i].site);
+            match (st.release_at(i), acquired_at) {
+                (
+                    Left {
+                        pins: 0,
+                        paired: false,
+                    },
+                    _,
+                )
+                | (_, None) => Release::Released,
+                (Left { pins, paired }, Some(site)) => Release::Marked {
+                    pinned: (pins > 0).then_some(site),
+                    paired,
+                },
+            }
+        }
     })
     .unwrap_or(Release::Released)
 }
 
 /// Reports what [`release`] found for the lock map `name` at `instance` (its cached class
-/// `class`), released at `site`. Nothing for [`Release::Released`].
+/// `class`), released at `site` (the guard-drop placeholder when the site is unknown: the
+/// report then shows "(guard drop)" and, for a pinned lock, its acquisition site). Nothing for
+/// [`Release::Released`] or an unpinned [`Release::Marked`].
 #[cold]
 pub(crate) fn report_release(
     found: Release,
@@ -41,18 +66,30 @@ pub(crate) fn report_release(
     instance: usize,
     site: &'static Location<'static>,
 ) {
+    if let Release::Released | Release::Marked { pinned: None, .. } = found {
+        return;
+    }
     let r = with_state(|st| {
         let g = graph_lock();
         match found {
-            Release::Released => None,
+            Release::Released | Release::Marked { pinned: None, .. } => None,
             Release::NotHeld => Some(build::bad_unlock(&g.graph, st, name, class, instance, site)),
-            Release::WasPinned => Some(build::assertion_failed(
-                &g.graph,
-                st,
-                AssertKind::ReleasedWhilePinned,
-                name,
-                site,
-            )),
+            Release::Marked {
+                pinned: Some(acquired),
+                ..
+            } => {
+                let mut r = build::assertion_failed(
+                    &g.graph,
+                    st,
+                    AssertKind::ReleasedWhilePinned,
+                    name,
+                    site,
+                );
+                if let Report::AssertionFailed { acquired_at, .. } = &mut r {
+                    *acquired_at = Some(acquired);
+                }
+                Some(r)
+            }
         }
     });
     if let Some(Some(r)) = r {

@@ -24,6 +24,7 @@ pub fn start() -> Harness {
     lockdep::reset();
     lockdep::set_report_each_cycle_once(true);
     lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
+    lockdep::set_nesting(lockdep::Nesting::InstanceOrder);
     lockdep::set_policy(Policy::Callback(Arc::new(|r: &Report| {
         REPORTS
             .lock()

@@ -1,0 +1,97 @@
+//! Condvar dependency tracking, an opt-in mode: a condvar's wait and notify as dependencies
+//! through a pseudo-lock class, so that "a thread waits while holding L, and the thread that
+//! would notify it must first take L" is found without the deadlock happening.
+//!
+//! Off by default, because a wait does not always need the notifier it is recorded with (any
+//! other notifier, a timeout or a spurious wakeup may end it); the kernel's attempt to track
+//! such waits in general (cross-release) was removed after false positives. Turn it on with
+//! [`set_condvar_tracking`] where every wait on a condvar needs a notification that comes
+//! under the same locks.
+
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::map::LockMap;
+use crate::mode::Mode;
+use crate::thread;
+use crate::validate;
+
+static TRACKING: AtomicBool = AtomicBool::new(false);
+
+/// Turns condvar dependency tracking on or off (default off) and returns the previous setting.
+/// Thread-safe; takes effect for waits and notifications made after the call. Off,
+/// [`condvar_wait`] and [`condvar_notify`] do nothing.
+pub fn set_condvar_tracking(on: bool) -> bool {
+    // Relaxed: an independent setting.
+    TRACKING.swap(on, Ordering::Relaxed)
+}
+
+fn tracking() -> bool {
+    // Relaxed: an independent setting.
+    TRACKING.load(Ordering::Relaxed)
+}
+
+/// The validator's view of one condition variable: a pseudo-lock whose class is the condvar's
+/// construction site (reading as `Condvar@file:line`, or its name). Embed one in a condvar
+/// wrapper and call [`condvar_wait`] and [`condvar_notify`]. `const`; `Send + Sync`.
+#[derive(Debug)]
+pub struct CondvarMap {
+    map: LockMap,
+}
+
+impl CondvarMap {
+    /// An unnamed condvar map; its class is the caller's location.
+    #[track_caller]
+    pub const fn new() -> CondvarMap {
+        CondvarMap {
+            map: LockMap::of_kind("Condvar"),
+        }
+    }
+
+    /// A named condvar map; its class is the caller's location.
+    #[track_caller]
+    pub const fn named(name: &'static str) -> CondvarMap {
+        CondvarMap {
+            map: LockMap::new(name),
+        }
+    }
+
+    /// The pseudo-lock's map.
+    pub fn map(&self) -> &LockMap {
+        &self.map
+    }
+}
+
+impl Default for CondvarMap {
+    #[track_caller]
+    fn default() -> Self {
+        CondvarMap::new()
+    }
+}
+
+/// A condvar wait is about to block (call it after the wait released its mutex with
+/// [`release`](crate::release), before blocking; `site` is the user's `wait` call). With
+/// tracking on, records that every lock this thread still holds is held while it waits for
+/// `cv`: the dependency `held -> cv` (e.g. `S -(SN)-> cv` for a plain read of S), with the
+/// cycle check of an acquisition. Off: nothing.
+pub fn condvar_wait(cv: &CondvarMap, site: &'static Location<'static>) {
+    if tracking() {
+        validate::acquire(&cv.map, 0, Mode::Exclusive, false, None, site);
+        let found = thread::release(cv.map.instance());
+        if found != thread::Release::Released {
+            validate::release_slow(&cv.map, found, site);
+        }
+    }
+}
+
+/// A thread notifies `cv` (`notify_one`, `notify_all`; `site` is the user's call). With
+/// tracking on, records that the event a waiter of `cv` waits for comes only after this thread
+/// took every lock it holds now: the dependencies `cv -> held`, in the modes they are held
+/// (`cv -(EN)-> S` for a plain read of S, `cv -(ER)-> S` for a recursive one), each with the
+/// cycle check. So "wait holding S" plus "notify after taking S" is reported as the cycle
+/// `S -> cv -> S` when S is taken in a mode the waiter's hold blocks. Off: nothing.
+pub fn condvar_notify(cv: &CondvarMap, site: &'static Location<'static>) {
+    if tracking() {
+        validate::depend_on_held(&cv.map, site);
+    }
+}

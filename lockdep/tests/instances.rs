@@ -1,0 +1,379 @@
+//! Instance-order nesting, the default rule for two instances of one class held together:
+//! any fixed order is silent, a cycle among instances (by any threads, at any time) is a
+//! circular dependency naming the instances and every site, a freed lock forgets its pairs,
+//! and the kernel's strict rule stays available globally and per key. Also: every dependency
+//! of a cycle report names the instance it was first seen on.
+
+mod common;
+
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::Duration;
+
+use common::*;
+use lockdep::{Capacity, CircularDependency, DynamicKey, LockClassKey, LockMap, Nesting, Report};
+
+/// `n` leaked maps of one class (one construction line).
+fn accounts(n: usize) -> Vec<&'static LockMap> {
+    (0..n)
+        .map(|_| &*Box::leak(Box::new(LockMap::of_type::<u64>("Mutex"))))
+        .collect()
+}
+
+fn addr(m: &LockMap) -> usize {
+    m as *const LockMap as usize
+}
+
+fn circular(r: &Report) -> &CircularDependency {
+    match r {
+        Report::CircularDependency(c) => c,
+        other => panic!("expected a circular dependency, got {other:#?}"),
+    }
+}
+
+#[test]
+fn instances_nested_in_one_order_by_many_threads_are_silent() {
+    let _h = start();
+    let locks = Arc::new(accounts(8));
+    let start_line = Arc::new(Barrier::new(4));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (locks, start_line) = (locks.clone(), start_line.clone());
+            std::thread::spawn(move || {
+                start_line.wait();
+                for round in 0..50 {
+                    // Every pair and a three-deep chain, always lower index first.
+                    let i = (t + round) % 6;
+                    lock(locks[i]);
+                    lock(locks[i + 1]);
+                    lock(locks[i + 2]);
+                    unlock(locks[i + 2]);
+                    unlock(locks[i + 1]);
+                    unlock(locks[i]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_reports!();
+    assert!(lockdep::stats().instance_pairs >= 6);
+}
+
+#[test]
+fn two_instances_taken_in_both_orders_are_one_circular_report_with_four_sites() {
+    let _h = start();
+    // One construction line: one class.
+    let account = |name| &*Box::leak(Box::new(LockMap::named_of_type::<u64>("Mutex", name)));
+    let (a, b) = (account("alice"), account("bob"));
+    let ab = on_thread(move || {
+        let first = line!() + 1;
+        lock(a);
+        lock(b);
+        unlock(b);
+        unlock(a);
+        (first, first + 1)
+    });
+    assert_reports!();
+    // Later, another thread: the other order.
+    let ba = on_thread(move || {
+        let first = line!() + 1;
+        lock(b);
+        lock(a);
+        unlock(a);
+        unlock(b);
+        (first, first + 1)
+    });
+    let r = assert_reports!(Report::CircularDependency(_));
+    let c = circular(&r[0]);
+    assert!(c.instance_order);
+    assert_eq!(
+        (c.holding.instance, c.acquiring.instance),
+        (addr(b), addr(a))
+    );
+    assert_eq!(c.cycle.len(), 2);
+    let lines: Vec<(u32, u32)> = c
+        .cycle
+        .iter()
+        .map(|d| (d.from_site.line(), d.to_site.line()))
+        .collect();
+    assert_eq!(lines, [ba, ab], "the new order, then the recorded one");
+    let inst: Vec<(usize, usize)> = c
+        .cycle
+        .iter()
+        .map(|d| (d.from_instance.address, d.to_instance.address))
+        .collect();
+    assert_eq!(inst, [(addr(b), addr(a)), (addr(a), addr(b))]);
+    assert_eq!(c.cycle[1].from_instance.name, Some("alice"));
+    let text = r[0].to_string();
+    for needle in [
+        "possible circular locking dependency detected".to_owned(),
+        "the cycle is among instances of one class".to_owned(),
+        format!("while holding alice {:#x} acquired at", addr(a)),
+        format!("lock(bob {:#x});", addr(b)),
+        format!(":{}:", ab.0),
+        format!(":{}:", ab.1),
+        format!(":{}:", ba.0),
+        format!(":{}:", ba.1),
+        "*** DEADLOCK ***".to_owned(),
+    ] {
+        assert!(text.contains(&needle), "missing {needle:?} in\n{text}");
+    }
+    // The same inversion again is the same cycle: counted, not reported twice; the order
+    // that was recorded first stays silent.
+    on_thread(move || pair(b, a));
+    on_thread(move || pair(a, b));
+    assert_reports!();
+}
+
+#[test]
+fn a_cycle_among_three_instances_is_reported() {
+    let _h = start();
+    let l = accounts(3);
+    let (a, b, c) = (l[0], l[1], l[2]);
+    on_thread(move || pair(a, b));
+    on_thread(move || pair(b, c));
+    assert_reports!();
+    on_thread(move || pair(c, a));
+    let r = assert_reports!(Report::CircularDependency(_));
+    let cd = circular(&r[0]);
+    assert!(cd.instance_order);
+    let hops: Vec<(usize, usize)> = cd
+        .cycle
+        .iter()
+        .map(|d| (d.from_instance.address, d.to_instance.address))
+        .collect();
+    assert_eq!(
+        hops,
+        [(addr(c), addr(a)), (addr(a), addr(b)), (addr(b), addr(c))]
+    );
+}
+
+#[test]
+fn a_cached_chain_does_not_hide_a_new_instance_pair_or_a_relock() {
+    let _h = start();
+    let l = accounts(3);
+    // The chain "class then class" is validated and cached by the first pair...
+    for _ in 0..3 {
+        pair(l[0], l[1]);
+    }
+    assert_reports!();
+    // ...and the inverse order on the same thread, the same chain of classes, is still found.
+    pair(l[1], l[0]);
+    assert_reports!(Report::CircularDependency(_));
+    // A new instance on the cached chain is checked (and recorded) too.
+    pair(l[1], l[2]);
+    let (l1, l2) = (l[1], l[2]);
+    on_thread(move || pair(l2, l1));
+    assert_reports!(Report::CircularDependency(_));
+    // The same instance again on the cached chain is recursive locking.
+    lock(l[0]);
+    lock(l[0]);
+    assert_reports!(Report::RecursiveLocking(_));
+    unlock(l[0]);
+    unlock(l[0]);
+}
+
+#[test]
+fn a_freed_instance_forgets_its_pairs() {
+    let _h = start();
+    // One slot, so the new lock is at the freed one's address.
+    fn make() -> Option<LockMap> {
+        Some(LockMap::of_type::<u64>("Mutex"))
+    }
+    let slot: &'static mut Option<LockMap> = Box::leak(Box::new(make()));
+    let b = &*Box::leak(Box::new(make().unwrap()));
+    let a_addr = addr(slot.as_ref().unwrap());
+    pair(slot.as_ref().unwrap(), b);
+    assert!(lockdep::stats().instance_pairs > 0);
+    *slot = None;
+    assert_eq!(lockdep::stats().instance_pairs, 0);
+    *slot = make();
+    let a: &'static Option<LockMap> = slot;
+    let a = a.as_ref().unwrap();
+    assert_eq!(addr(a), a_addr, "the new lock reuses the address");
+    // The old a -> b does not make b -> a' a cycle.
+    on_thread(move || pair(b, a));
+    assert_reports!();
+    // And this thread's cache of checked pairs forgot a -> b too: a' -> b is a new pair that
+    // closes a cycle with b -> a'.
+    pair(a, b);
+    assert_reports!(Report::CircularDependency(_));
+}
+
+#[test]
+fn strict_nesting_globally_and_per_key_gives_the_kernels_reports() {
+    let _h = start();
+    let l = accounts(2);
+    lockdep::set_nesting(Nesting::Strict);
+    assert_eq!(lockdep::nesting(), Nesting::Strict);
+    pair(l[0], l[1]);
+    assert_reports!(Report::MissingNestingAnnotation(_));
+    // A key may choose the other rule.
+    static ORDERED: LockClassKey = LockClassKey::with_nesting(Nesting::InstanceOrder);
+    let o = [0, 1].map(|_| &*Box::leak(Box::new(LockMap::with_key("ordered", &ORDERED))));
+    pair(o[0], o[1]);
+    assert_reports!();
+    assert_eq!(
+        lockdep::set_nesting(Nesting::InstanceOrder),
+        Nesting::Strict
+    );
+
+    // Strict per key, with the default rule elsewhere: a static key and a dynamic key.
+    static STRICT: LockClassKey = LockClassKey::with_nesting(Nesting::Strict);
+    assert_eq!(STRICT.nesting(), Some(Nesting::Strict));
+    let s = [0, 1].map(|_| &*Box::leak(Box::new(LockMap::with_key("strict", &STRICT))));
+    pair(s[0], s[1]);
+    assert_reports!(Report::MissingNestingAnnotation(_));
+    let key: &'static DynamicKey =
+        Box::leak(Box::new(DynamicKey::with_nesting("dyn", Nesting::Strict)));
+    assert_eq!(key.nesting(), Some(Nesting::Strict));
+    let d = [0, 1].map(|_| &*Box::leak(Box::new(LockMap::with_dynamic_key("dyn", key))));
+    pair(d[0], d[1]);
+    assert_reports!(Report::MissingNestingAnnotation(_));
+    // The default rule is instance order.
+    pair(l[0], l[1]);
+    assert_reports!();
+}
+
+#[test]
+fn changing_the_rule_drops_cached_pair_checks() {
+    let _h = start();
+    let l = accounts(2);
+    pair(l[0], l[1]);
+    pair(l[0], l[1]);
+    assert_reports!();
+    lockdep::set_nesting(Nesting::Strict);
+    pair(l[0], l[1]);
+    assert_reports!(Report::MissingNestingAnnotation(_));
+}
+
+#[test]
+fn reaching_the_pair_cap_is_reported_and_freed_locks_give_pairs_back() {
+    let _h = start();
+    // Parents are only ever held and children only ever taken, so no check searches far.
+    let per = 257;
+    let make = |n| -> Vec<LockMap> { (0..n).map(|_| LockMap::of_type::<u8>("Mutex")).collect() };
+    // One construction line: one class.
+    let (parents, children) = (make(256), make(per));
+    for p in &parents {
+        lock(p);
+        for c in &children {
+            lock(c);
+            unlock(c);
+        }
+        unlock(p);
+    }
+    let r = common::take();
+    let capacity: Vec<_> = r
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Report::CapacityExhausted {
+                    what: Capacity::InstancePairs,
+                    limit: lockdep::MAX_INSTANCE_PAIRS,
+                    ..
+                }
+            )
+        })
+        .collect();
+    assert_eq!(capacity.len(), 1, "reported once: {r:#?}");
+    assert_eq!(r.len(), 1);
+    assert_eq!(lockdep::stats().instance_pairs, lockdep::MAX_INSTANCE_PAIRS);
+    drop(children);
+    assert_eq!(lockdep::stats().instance_pairs, 0);
+}
+
+/// A nested chain whose pairs this thread checked, and the drop of a lock that never nested,
+/// take no global lock: both complete while another thread holds the graph lock (bounded
+/// waits: a regression fails instead of hanging).
+#[test]
+fn checked_pairs_and_dropping_a_never_nested_lock_take_no_global_lock() {
+    let _h = start();
+    let l = accounts(2);
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (ok_tx, ok_rx) = mpsc::channel();
+    let (warm_tx, warm_rx) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        pair(l[0], l[1]);
+        let fresh = LockMap::of_type::<u64>("Mutex");
+        lock(&fresh);
+        unlock(&fresh);
+        warm_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        pair(l[0], l[1]);
+        drop(fresh);
+        ok_tx.send(()).unwrap();
+    });
+    warm_rx.recv().unwrap();
+    let (held_tx, held_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        lockdep::with_graph_lock_held(|| {
+            held_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        })
+    });
+    held_rx.recv().unwrap();
+    go_tx.send(()).unwrap();
+    ok_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a checked pair or a plain drop waited for the graph lock");
+    done_tx.send(()).unwrap();
+    holder.join().unwrap();
+    worker.join().unwrap();
+    assert_reports!();
+}
+
+/// Every dependency of a cycle names the instance it was first seen on, so a cycle through
+/// two classes that closes only across two pools (pool 1 takes its lock, then an item; pool 2
+/// takes an item, then its lock) can be told from one within a pool.
+#[test]
+fn a_cross_pool_cycle_report_tells_the_pools_apart() {
+    let _h = start();
+    struct Pool {
+        lock: LockMap,
+        item: LockMap,
+    }
+    fn pool(lock: &'static str, item: &'static str) -> &'static Pool {
+        Box::leak(Box::new(Pool {
+            lock: LockMap::named_of_type::<()>("Mutex", lock),
+            item: LockMap::named_of_type::<u32>("Mutex", item),
+        }))
+    }
+    let (p1, p2) = (
+        pool("pool1.lock", "pool1.item"),
+        pool("pool2.lock", "pool2.item"),
+    );
+    on_thread(move || pair(&p1.lock, &p1.item));
+    on_thread(move || pair(&p2.item, &p2.lock));
+    let r = assert_reports!(Report::CircularDependency(_));
+    let c = circular(&r[0]);
+    assert!(!c.instance_order);
+    let pool_of = |a: usize| {
+        if a == addr(&p1.lock) || a == addr(&p1.item) {
+            1
+        } else {
+            assert!(a == addr(&p2.lock) || a == addr(&p2.item));
+            2
+        }
+    };
+    let pools: Vec<(u8, u8)> = c
+        .cycle
+        .iter()
+        .map(|d| {
+            (
+                pool_of(d.from_instance.address),
+                pool_of(d.to_instance.address),
+            )
+        })
+        .collect();
+    // Each dependency stays within one pool, and the two are different pools.
+    assert_eq!(pools, [(2, 2), (1, 1)]);
+    assert_eq!(c.cycle[1].from_instance.name, Some("pool1.lock"));
+    assert_eq!(c.cycle[0].to_instance.name, Some("pool2.lock"));
+    let text = r[0].to_string();
+    assert!(text.contains("\"pool1.item\""), "{text}");
+    assert!(text.contains("\"pool2.item\""), "{text}");
+}
