@@ -4,6 +4,7 @@
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
+use crate::dep::CondDep;
 use crate::raw;
 pub use crate::raw::WaitTimeoutResult;
 use crate::MutexGuard;
@@ -23,32 +24,43 @@ use crate::MutexGuard;
 /// lockdep's `Policy::Panic`, the panic happens before the thread waits; the guard then
 /// still owns the mutex and unlocks it as the panic unwinds.
 ///
+/// With lockdep's opt-in condvar tracking (`lockdep::set_condvar_tracking(true)`), the
+/// condvar is also a pseudo-lock whose class is its construction site: a wait records the
+/// locks still held while waiting, a notification the locks held while notifying, so "wait
+/// holding `L`, notify only after taking `L`" is reported without the hang.
+///
 /// One condvar may be used with several mutexes (see [`raw::Condvar`]; parking_lot panics
-/// instead). The condvar itself is not a lock class. `const fn new`, `Send + Sync`, one
-/// pointer.
-#[derive(Debug, Default)]
+/// instead). `const fn new`, `Send + Sync`; one pointer, plus a lock map with `validate`.
 pub struct Condvar {
     inner: raw::Condvar,
+    dep: CondDep,
 }
 
 impl Condvar {
-    /// A new condition variable with no waiters.
+    /// A new condition variable with no waiters; its pseudo-lock class (for condvar
+    /// tracking) is the caller's location.
     #[inline]
+    #[track_caller]
     pub const fn new() -> Condvar {
         Condvar {
             inner: raw::Condvar::new(),
+            dep: CondDep::new(),
         }
     }
 
     /// Wakes one waiting thread; returns whether there was one.
     #[inline]
+    #[track_caller]
     pub fn notify_one(&self) -> bool {
+        self.dep.notify(Location::caller());
         self.inner.notify_one()
     }
 
     /// Wakes every waiting thread; returns how many there were.
     #[inline]
+    #[track_caller]
     pub fn notify_all(&self) -> usize {
+        self.dep.notify(Location::caller());
         self.inner.notify_all()
     }
 
@@ -61,7 +73,9 @@ impl Condvar {
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
         let (mutex, dep, track) = MutexGuard::wait_parts(guard);
-        track.relock(dep, site);
+        let saved = track.suspend(dep, site);
+        self.dep.wait(site);
+        track.resume(dep, saved, site);
         // SAFETY: the guard holds `mutex`, and `wait_raw` holds it again when it returns.
         unsafe { self.inner.wait_raw(mutex, deadline) }
     }
@@ -154,5 +168,20 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         self.wait_while_deadline(guard, condition, Some(timeout), Location::caller())
+    }
+}
+
+impl Default for Condvar {
+    /// A new condition variable; its class is the caller's location.
+    #[inline]
+    #[track_caller]
+    fn default() -> Condvar {
+        Condvar::new()
+    }
+}
+
+impl std::fmt::Debug for Condvar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Condvar { .. }")
     }
 }

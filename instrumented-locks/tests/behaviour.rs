@@ -376,43 +376,6 @@ fn guards_are_not_send_and_locks_are_send_sync() {
     // Guards: `!Send` is checked by compile_fail doctests on `MutexGuard`.
 }
 
-#[test]
-fn sizes_match_parking_lot_without_validation() {
-    use std::mem::size_of;
-    let extra = if cfg!(feature = "validate") {
-        size_of::<lockdep::LockMap>()
-    } else {
-        0
-    };
-    assert_eq!(
-        size_of::<Mutex<u64>>(),
-        size_of::<real_parking_lot::Mutex<u64>>() + extra
-    );
-    assert_eq!(
-        size_of::<RwLock<u64>>(),
-        size_of::<real_parking_lot::RwLock<u64>>() + extra
-    );
-    assert_eq!(
-        size_of::<ReentrantMutex<u64>>(),
-        size_of::<real_parking_lot::ReentrantMutex<u64>>() + extra
-    );
-    assert_eq!(size_of::<Condvar>(), size_of::<real_parking_lot::Condvar>());
-    if !cfg!(feature = "validate") {
-        assert_eq!(
-            size_of::<MutexGuard<'_, u64>>(),
-            size_of::<real_parking_lot::MutexGuard<'_, u64>>()
-        );
-        assert_eq!(
-            size_of::<RwLockWriteGuard<'_, u64>>(),
-            size_of::<real_parking_lot::RwLockWriteGuard<'_, u64>>()
-        );
-        assert_eq!(
-            size_of::<RwLockReadGuard<'_, u64>>(),
-            size_of::<real_parking_lot::RwLockReadGuard<'_, u64>>()
-        );
-    }
-}
-
 /// Without validation, `new` is `const`, like parking_lot's: statics work unchanged.
 #[cfg(not(feature = "validate"))]
 #[test]

@@ -15,10 +15,10 @@
 //! upgrades ([`Track::upgrade`]). A change of lockdep's API is a change here.
 
 #[cfg(feature = "validate")]
-pub(crate) use on::{drop_site, Dep, DepRef, Held, Track};
+pub(crate) use on::{drop_site, CondDep, Dep, DepRef, Held, Track};
 
 #[cfg(not(feature = "validate"))]
-pub(crate) use off::{drop_site, Dep, DepRef, Held, Track};
+pub(crate) use off::{drop_site, CondDep, Dep, DepRef, Held, Track};
 
 use std::panic::Location;
 

@@ -69,6 +69,20 @@ impl Dep {
     }
 }
 
+/// Zero-sized: no condvar tracking.
+pub(crate) struct CondDep;
+
+impl CondDep {
+    #[inline(always)]
+    pub(crate) const fn new() -> CondDep {
+        CondDep
+    }
+    #[inline(always)]
+    pub(crate) fn wait(&self, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn notify(&self, _site: Site) {}
+}
+
 /// Zero-sized (a reference to the zero-sized [`Dep`] would still be a pointer).
 #[derive(Clone, Copy)]
 pub(crate) struct DepRef<'a>(PhantomData<&'a Dep>);

@@ -144,6 +144,39 @@ impl Dep {
     }
 }
 
+/// What a condvar embeds: its lockdep pseudo-lock, for lockdep's opt-in condvar tracking
+/// (`lockdep::set_condvar_tracking`; off by default, then each call costs one load).
+pub(crate) struct CondDep {
+    map: lockdep::CondvarMap,
+}
+
+impl CondDep {
+    /// Class = the caller's construction site.
+    #[inline]
+    #[track_caller]
+    pub(crate) const fn new() -> CondDep {
+        CondDep {
+            map: lockdep::CondvarMap::new(),
+        }
+    }
+
+    /// A wait is about to block, its mutex released (`lockdep::condvar_wait`).
+    #[inline]
+    pub(crate) fn wait(&self, site: Site) {
+        if crate::is_enabled() {
+            lockdep::condvar_wait(&self.map, site);
+        }
+    }
+
+    /// A notification (`lockdep::condvar_notify`).
+    #[inline]
+    pub(crate) fn notify(&self, site: Site) {
+        if crate::is_enabled() {
+            lockdep::condvar_notify(&self.map, site);
+        }
+    }
+}
+
 /// A borrowed [`Dep`], for guards that do not borrow the whole lock (mapped guards).
 pub(crate) type DepRef<'a> = &'a Dep;
 

@@ -288,7 +288,10 @@ macro_rules! lock_surface {
         {
             /// A new lock of the deserialized data; its class is this impl's site and `T`.
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                T::deserialize(deserializer).map($Lock::new)
+                // A closure, not `$Lock::new` as a function value: through a function pointer
+                // `#[track_caller]` would see `Result::map` as the caller.
+                #[allow(clippy::redundant_closure)]
+                T::deserialize(deserializer).map(|val| $Lock::new(val))
             }
         }
     };

@@ -292,7 +292,9 @@ impl Condvar {
             )
         };
         // A mutex unlock that woke us after a requeue may have handed us the mutex.
-        if result != ParkResult::Unparked(TOKEN_HANDOFF) {
+        if result == ParkResult::Unparked(TOKEN_HANDOFF) {
+            mutex.deadlock_handed_over();
+        } else {
             mutex.lock();
         }
         WaitTimeoutResult(!result.is_unparked() && !requeued.get())

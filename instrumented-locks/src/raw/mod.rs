@@ -89,8 +89,10 @@
 //! assert_eq!(*g, 2);
 //! ```
 //!
-//! They do no validation; the wrappers at the crate root add it. No `deadlock_detection`
-//! hooks and no hardware lock elision (parking_lot's optional extras) are provided.
+//! They do no validation; the wrappers at the crate root add it. With the crate's feature
+//! `deadlock_detection`, every acquisition and release is reported to parking_lot_core's
+//! deadlock detector, as parking_lot's raw locks do (see [`crate::deadlock`]); without it the
+//! hooks compile to nothing. No hardware lock elision is provided.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -115,6 +117,25 @@ pub use thread_id::RawThreadId;
 
 #[cfg(doc)]
 use parking_lot_core::{SpinWait, UnparkToken};
+
+/// Tells parking_lot_core's deadlock detector (feature `deadlock_detection`) that the calling
+/// thread now holds the resource `key` (a lock's park key). Compiles to nothing without the
+/// feature.
+#[inline(always)]
+fn deadlock_acquire(key: usize) {
+    // SAFETY: our callers call it right after the calling thread took the lock that `key`
+    // names, once per holding, and release it before unlocking.
+    unsafe { parking_lot_core::deadlock::acquire_resource(key) }
+}
+
+/// Tells the deadlock detector that the calling thread is about to release the resource
+/// `key`, which it acquired with [`deadlock_acquire`].
+#[inline(always)]
+fn deadlock_release(key: usize) {
+    // SAFETY: our callers hold the lock `key` names (recorded by `deadlock_acquire`) and call
+    // this before releasing it.
+    unsafe { parking_lot_core::deadlock::release_resource(key) }
+}
 
 /// The deadline `timeout` from now; `None` (wait forever) if it cannot be represented.
 #[inline]

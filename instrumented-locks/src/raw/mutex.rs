@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot_core::{ParkResult, SpinWait, UnparkResult, UnparkToken, DEFAULT_PARK_TOKEN};
 
-use super::deadline_after;
+use super::{deadline_after, deadlock_acquire, deadlock_release};
 
 const LOCKED: u8 = 0b01;
 const PARKED: u8 = 0b10;
@@ -82,25 +82,29 @@ unsafe impl lock_api::RawMutex for RawMutex {
         {
             self.lock_slow(None);
         }
+        deadlock_acquire(self.key());
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
         // Acquire on success: as in `lock`. Relaxed on failure: we only test the bit.
-        match self
-            .state
-            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-        {
-            Ok(_) => true,
-            // Free but with threads parked (they are being woken): take it anyway, as `lock`
-            // would.
-            Err(state) if state & LOCKED == 0 => self.try_lock_parked(),
-            Err(_) => false,
-        }
+        let locked =
+            match self
+                .state
+                .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => true,
+                // Free but with threads parked (they are being woken): take it anyway, as `lock`
+                // would.
+                Err(state) if state & LOCKED == 0 => self.try_lock_parked(),
+                Err(_) => false,
+            };
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     unsafe fn unlock(&self) {
+        deadlock_release(self.key());
         // Release: publishes our critical section to the next locker's Acquire.
         if self
             .state
@@ -123,6 +127,7 @@ unsafe impl lock_api::RawMutex for RawMutex {
 unsafe impl lock_api::RawMutexFair for RawMutex {
     #[inline]
     unsafe fn unlock_fair(&self) {
+        deadlock_release(self.key());
         // Release: as in `unlock`.
         if self
             .state
@@ -151,19 +156,23 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
     #[inline]
     fn try_lock_for(&self, timeout: Duration) -> bool {
         // Acquire/Relaxed: as in `lock`.
-        self.state
+        let locked = self
+            .state
             .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
-            || self.lock_slow(deadline_after(timeout))
+            || self.lock_slow(deadline_after(timeout));
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     fn try_lock_until(&self, timeout: Instant) -> bool {
         // Acquire/Relaxed: as in `lock`.
-        self.state
+        let locked = self
+            .state
             .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
-            || self.lock_slow(Some(timeout))
+            || self.lock_slow(Some(timeout));
+        self.deadlock_acquired(locked)
     }
 }
 
@@ -172,6 +181,21 @@ impl RawMutex {
     #[inline]
     fn key(&self) -> usize {
         self as *const RawMutex as usize
+    }
+
+    /// `locked`, after telling the deadlock detector of the acquisition if it succeeded.
+    #[inline(always)]
+    fn deadlock_acquired(&self, locked: bool) -> bool {
+        if locked {
+            deadlock_acquire(self.key());
+        }
+        locked
+    }
+
+    /// For a condvar wait that received the mutex by handoff (without calling `lock`).
+    #[inline]
+    pub(super) fn deadlock_handed_over(&self) {
+        deadlock_acquire(self.key());
     }
 
     /// `try_lock` after the first CAS saw the mutex free with `PARKED` set.
@@ -297,6 +321,7 @@ impl RawMutex {
     #[cold]
     fn bump_slow(&self) {
         // Our caller (`bump`) owns the mutex and saw `PARKED`: a fair unlock hands it over.
+        deadlock_release(self.key());
         self.unlock_slow(true);
         lock_api::RawMutex::lock(self);
     }

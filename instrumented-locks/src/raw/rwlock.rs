@@ -6,9 +6,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::deadline_after;
 use super::rwlock_slow::{acquire, try_claim, wait_for_readers, wake_queue, wake_writer};
 use super::rwlock_state::{Want, PARKED, READER, READERS, UPGRADABLE, WRITER, WRITER_PARKED};
+use super::{deadline_after, deadlock_acquire, deadlock_release};
 
 /// Bits that mean someone is inside (or a writer has claimed the lock).
 const HELD: usize = WRITER | UPGRADABLE | READERS;
@@ -61,6 +61,26 @@ pub struct RawRwLock {
 }
 
 impl RawRwLock {
+    /// Tells the deadlock detector that this thread holds the lock (in any mode), under both
+    /// park keys (the queue's and the phase-2 writer's), as parking_lot does.
+    #[inline(always)]
+    fn deadlock_acquired(&self, locked: bool) -> bool {
+        if locked {
+            let key = self as *const RawRwLock as usize;
+            deadlock_acquire(key);
+            deadlock_acquire(key + 1);
+        }
+        locked
+    }
+
+    /// Tells the deadlock detector that this thread is about to release the lock.
+    #[inline(always)]
+    fn deadlock_releasing(&self) {
+        let key = self as *const RawRwLock as usize;
+        deadlock_release(key);
+        deadlock_release(key + 1);
+    }
+
     /// One attempt at a shared lock: the common uncontended case, inlined.
     #[inline]
     fn try_shared_fast(&self, want: Want) -> bool {
@@ -178,15 +198,18 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         if !self.try_shared_fast(Want::Shared) {
             acquire(&self.state, Want::Shared, None);
         }
+        self.deadlock_acquired(true);
     }
 
     #[inline]
     fn try_lock_shared(&self) -> bool {
-        self.try_shared_fast(Want::Shared) || try_claim(&self.state, Want::Shared)
+        let locked = self.try_shared_fast(Want::Shared) || try_claim(&self.state, Want::Shared);
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     unsafe fn unlock_shared(&self) {
+        self.deadlock_releasing();
         // Release: our reads happen-before the next writer's writes (it reads the count with
         // Acquire).
         let prev = self.state.fetch_sub(READER, Ordering::Release);
@@ -201,23 +224,27 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         if !self.try_exclusive_fast() {
             acquire(&self.state, Want::Exclusive, None);
         }
+        self.deadlock_acquired(true);
     }
 
     #[inline]
     fn try_lock_exclusive(&self) -> bool {
         // Acquire on success: as in `try_exclusive_fast`; Relaxed on failure.
-        match self
-            .state
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-        {
-            Ok(_) => true,
-            Err(s) if s & HELD == 0 => self.try_exclusive_parked(s),
-            Err(_) => false,
-        }
+        let locked =
+            match self
+                .state
+                .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => true,
+                Err(s) if s & HELD == 0 => self.try_exclusive_parked(s),
+                Err(_) => false,
+            };
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
+        self.deadlock_releasing();
         // Release: publishes the critical section. No reader is inside; the CAS fails when
         // `PARKED` is set, or when the last reader's wake-up of our phase 2 has not cleared
         // `WRITER_PARKED` yet (we left phase 2 on seeing zero readers before it ran): the slow
@@ -259,6 +286,7 @@ unsafe impl lock_api::RawRwLockFair for RawRwLock {
 
     #[inline]
     unsafe fn unlock_exclusive_fair(&self) {
+        self.deadlock_releasing();
         // Release: as in `unlock_exclusive`.
         if self
             .state
@@ -314,23 +342,30 @@ unsafe impl lock_api::RawRwLockTimed for RawRwLock {
 
     #[inline]
     fn try_lock_shared_for(&self, timeout: Duration) -> bool {
-        self.try_shared_fast(Want::Shared)
-            || acquire(&self.state, Want::Shared, deadline_after(timeout))
+        let locked = self.try_shared_fast(Want::Shared)
+            || acquire(&self.state, Want::Shared, deadline_after(timeout));
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     fn try_lock_shared_until(&self, timeout: Instant) -> bool {
-        self.try_shared_fast(Want::Shared) || acquire(&self.state, Want::Shared, Some(timeout))
+        let locked =
+            self.try_shared_fast(Want::Shared) || acquire(&self.state, Want::Shared, Some(timeout));
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
-        self.try_exclusive_fast() || acquire(&self.state, Want::Exclusive, deadline_after(timeout))
+        let locked = self.try_exclusive_fast()
+            || acquire(&self.state, Want::Exclusive, deadline_after(timeout));
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     fn try_lock_exclusive_until(&self, timeout: Instant) -> bool {
-        self.try_exclusive_fast() || acquire(&self.state, Want::Exclusive, Some(timeout))
+        let locked =
+            self.try_exclusive_fast() || acquire(&self.state, Want::Exclusive, Some(timeout));
+        self.deadlock_acquired(locked)
     }
 }
 
@@ -342,11 +377,14 @@ unsafe impl lock_api::RawRwLockRecursive for RawRwLock {
         if !self.try_shared_fast(Want::SharedRecursive) {
             acquire(&self.state, Want::SharedRecursive, None);
         }
+        self.deadlock_acquired(true);
     }
 
     #[inline]
     fn try_lock_shared_recursive(&self) -> bool {
-        self.try_shared_fast(Want::SharedRecursive) || try_claim(&self.state, Want::SharedRecursive)
+        let locked = self.try_shared_fast(Want::SharedRecursive)
+            || try_claim(&self.state, Want::SharedRecursive);
+        self.deadlock_acquired(locked)
     }
 }
 
@@ -354,14 +392,16 @@ unsafe impl lock_api::RawRwLockRecursive for RawRwLock {
 unsafe impl lock_api::RawRwLockRecursiveTimed for RawRwLock {
     #[inline]
     fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
-        self.try_shared_fast(Want::SharedRecursive)
-            || acquire(&self.state, Want::SharedRecursive, deadline_after(timeout))
+        let locked = self.try_shared_fast(Want::SharedRecursive)
+            || acquire(&self.state, Want::SharedRecursive, deadline_after(timeout));
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     fn try_lock_shared_recursive_until(&self, timeout: Instant) -> bool {
-        self.try_shared_fast(Want::SharedRecursive)
-            || acquire(&self.state, Want::SharedRecursive, Some(timeout))
+        let locked = self.try_shared_fast(Want::SharedRecursive)
+            || acquire(&self.state, Want::SharedRecursive, Some(timeout));
+        self.deadlock_acquired(locked)
     }
 }
 
@@ -374,15 +414,18 @@ unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
         if !self.try_upgradable_fast() {
             acquire(&self.state, Want::Upgradable, None);
         }
+        self.deadlock_acquired(true);
     }
 
     #[inline]
     fn try_lock_upgradable(&self) -> bool {
-        self.try_upgradable_fast() || try_claim(&self.state, Want::Upgradable)
+        let locked = self.try_upgradable_fast() || try_claim(&self.state, Want::Upgradable);
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     unsafe fn unlock_upgradable(&self) {
+        self.deadlock_releasing();
         if !self.unlock_upgradable_fast() {
             wake_queue(&self.state, READER | UPGRADABLE, 0, false);
         }
@@ -418,6 +461,7 @@ unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
 unsafe impl lock_api::RawRwLockUpgradeFair for RawRwLock {
     #[inline]
     unsafe fn unlock_upgradable_fair(&self) {
+        self.deadlock_releasing();
         if !self.unlock_upgradable_fast() {
             wake_queue(&self.state, READER | UPGRADABLE, 0, true);
         }
@@ -464,13 +508,16 @@ unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwLock {
 unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwLock {
     #[inline]
     fn try_lock_upgradable_for(&self, timeout: Duration) -> bool {
-        self.try_upgradable_fast()
-            || acquire(&self.state, Want::Upgradable, deadline_after(timeout))
+        let locked = self.try_upgradable_fast()
+            || acquire(&self.state, Want::Upgradable, deadline_after(timeout));
+        self.deadlock_acquired(locked)
     }
 
     #[inline]
     fn try_lock_upgradable_until(&self, timeout: Instant) -> bool {
-        self.try_upgradable_fast() || acquire(&self.state, Want::Upgradable, Some(timeout))
+        let locked =
+            self.try_upgradable_fast() || acquire(&self.state, Want::Upgradable, Some(timeout));
+        self.deadlock_acquired(locked)
     }
 
     #[inline]

@@ -7,13 +7,14 @@ use super::{map_result, LockResult, MutexGuard, WaitTimeoutResult};
 /// `std::sync::Condvar`'s API (guards by value, `LockResult`) over the validated
 /// [`crate::Condvar`]: a wait is a lockdep release plus a validated re-acquire (see there).
 /// After waking, a poisoned mutex gives `Err` holding the re-locked guard.
-#[derive(Debug, Default)]
 pub struct Condvar {
     inner: crate::Condvar,
 }
 
 impl Condvar {
-    /// A new condition variable (`const`).
+    /// A new condition variable (`const`); its class, for lockdep's condvar tracking, is the
+    /// caller's location.
+    #[track_caller]
     pub const fn new() -> Condvar {
         Condvar {
             inner: crate::Condvar::new(),
@@ -71,12 +72,27 @@ impl Condvar {
     }
 
     /// Wakes one waiter.
+    #[track_caller]
     pub fn notify_one(&self) {
         self.inner.notify_one();
     }
 
     /// Wakes every waiter.
+    #[track_caller]
     pub fn notify_all(&self) {
         self.inner.notify_all();
+    }
+}
+
+impl Default for Condvar {
+    #[track_caller]
+    fn default() -> Condvar {
+        Condvar::new()
+    }
+}
+
+impl std::fmt::Debug for Condvar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Condvar { .. }")
     }
 }

@@ -8,8 +8,10 @@
 //! not poison, as in std. `read` is lockdep's non-recursive `Read` (std gives no guarantee
 //! against writer preference).
 //!
-//! Differences from std: `new` is not `const` with the `validate` feature (see
-//! [`crate::Mutex::new`]); [`WaitTimeoutResult`] is parking_lot's (same `timed_out()`).
+//! Each lock is the crate's validated lock plus a poison flag; the flag's rules (set by a
+//! guard dropped in a panic that began after it was made; reported with every result) are
+//! written once here ([`Flag`], [`Poison`]) for both locks and the condvar. `new` is `const`,
+//! as std's. [`WaitTimeoutResult`] is this crate's (the same `timed_out()`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -45,7 +47,8 @@ impl Flag {
         self.0.store(false, Ordering::Relaxed);
     }
 
-    /// A guard that poisons the flag if it drops during a panic that began after it was made.
+    /// A guard part that poisons the flag if it drops during a panic that began after it
+    /// was made.
     pub(crate) fn guard(&self) -> Poison<'_> {
         Poison {
             flag: self,
@@ -53,13 +56,19 @@ impl Flag {
         }
     }
 
-    /// `Ok(v)` or `Err(PoisonError(v))`.
-    pub(crate) fn result<G>(&self, v: G) -> LockResult<G> {
+    /// `Ok(v)`, or `Err(PoisonError(v))` if the lock is poisoned: what every access returns.
+    pub(crate) fn result<V>(&self, v: V) -> LockResult<V> {
         if self.get() {
             Err(PoisonError::new(v))
         } else {
             Ok(v)
         }
+    }
+
+    /// A try-lock's result: `WouldBlock` for `None`, else [`result`](Self::result).
+    pub(crate) fn try_result<G>(&self, guard: Option<G>) -> TryLockResult<G> {
+        let guard = guard.ok_or(TryLockError::WouldBlock)?;
+        self.result(guard).map_err(TryLockError::Poisoned)
     }
 }
 
@@ -93,3 +102,162 @@ pub(crate) fn map_result<A, B>(r: LockResult<A>, f: impl FnOnce(A) -> B) -> Lock
         Err(e) => Err(PoisonError::new(f(e.into_inner()))),
     }
 }
+
+/// The surface std's `Mutex` and `RwLock` share, over the crate's lock `$Inner` in a field
+/// `inner` next to a [`Flag`] in `poison`: `new` (`const`), `named`, `with_class`,
+/// `into_inner`, `get_mut`, the poison queries, the assertions, `lock_map`, `Default`,
+/// `From` and `Debug`.
+macro_rules! poisoned_lock {
+    ($Lock:ident, $Inner:ident, $name:literal) => {
+        impl<T> $Lock<T> {
+            /// A new unlocked lock whose class is the caller's location and `T` (see
+            /// [`crate::generic::Mutex::new`]). `const`, as std's.
+            #[inline]
+            #[track_caller]
+            pub const fn new(val: T) -> Self {
+                $Lock {
+                    poison: super::Flag::new(),
+                    inner: crate::$Inner::new(val),
+                }
+            }
+
+            /// A new lock of the caller's construction-site class, named `name` in reports.
+            #[inline]
+            #[track_caller]
+            pub const fn named(val: T, name: &'static str) -> Self {
+                $Lock {
+                    poison: super::Flag::new(),
+                    inner: crate::$Inner::named(val, name),
+                }
+            }
+
+            /// A new lock whose class is the static `key`.
+            #[inline]
+            pub const fn with_class(
+                val: T,
+                key: &'static lockdep::LockClassKey,
+                name: &'static str,
+            ) -> Self {
+                $Lock {
+                    poison: super::Flag::new(),
+                    inner: crate::$Inner::with_class(val, key, name),
+                }
+            }
+
+            /// Consumes the lock; `Err` (still with the data) if it is poisoned.
+            pub fn into_inner(self) -> super::LockResult<T> {
+                let poisoned = self.poison.get();
+                let v = self.inner.into_inner();
+                if poisoned {
+                    Err(super::PoisonError::new(v))
+                } else {
+                    Ok(v)
+                }
+            }
+        }
+
+        impl<T: ?Sized> $Lock<T> {
+            /// A mutable reference to the data; `Err` (still with it) if poisoned.
+            pub fn get_mut(&mut self) -> super::LockResult<&mut T> {
+                let poison = &self.poison;
+                poison.result(self.inner.get_mut())
+            }
+
+            /// Whether a holder panicked (and nobody cleared the flag since).
+            pub fn is_poisoned(&self) -> bool {
+                self.poison.get()
+            }
+
+            /// Clears the poison flag.
+            pub fn clear_poison(&self) {
+                self.poison.clear();
+            }
+
+            /// Reports unless the calling thread holds the lock (`lockdep_assert_held()`).
+            #[track_caller]
+            pub fn assert_held(&self) {
+                self.inner.assert_held();
+            }
+
+            /// Reports if the calling thread holds the lock (`lockdep_assert_not_held()`).
+            #[track_caller]
+            pub fn assert_not_held(&self) {
+                self.inner.assert_not_held();
+            }
+
+            /// The lockdep map (`None` without the `validate` feature).
+            pub fn lock_map(&self) -> Option<&lockdep::LockMap> {
+                self.inner.lock_map()
+            }
+        }
+
+        impl<T: Default> Default for $Lock<T> {
+            #[track_caller]
+            fn default() -> Self {
+                $Lock::new(T::default())
+            }
+        }
+
+        impl<T> From<T> for $Lock<T> {
+            #[track_caller]
+            fn from(val: T) -> Self {
+                $Lock::new(val)
+            }
+        }
+
+        impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for $Lock<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct($name)
+                    .field("lock", &&self.inner)
+                    .field("poisoned", &self.poison.get())
+                    .finish()
+            }
+        }
+    };
+}
+pub(crate) use poisoned_lock;
+
+/// A std-flavoured guard over the crate's guard in its field `inner`: `Deref` (and `DerefMut`
+/// with `mut`), `Debug`, `Display` and [`HeldGuard`](crate::HeldGuard), as std's.
+macro_rules! poisoned_guard {
+    ($Guard:ident $(, $mut:ident)?) => {
+        impl<T: ?Sized> std::ops::Deref for $Guard<'_, T> {
+            type Target = T;
+            #[inline]
+            fn deref(&self) -> &T {
+                &self.inner
+            }
+        }
+
+        $(
+            impl<T: ?Sized> std::ops::DerefMut for $Guard<'_, T> {
+                #[inline]
+                fn deref_mut(&mut self) -> &mut T {
+                    let _ = stringify!($mut);
+                    &mut self.inner
+                }
+            }
+        )?
+
+        impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for $Guard<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&**self, f)
+            }
+        }
+
+        impl<T: ?Sized + std::fmt::Display> std::fmt::Display for $Guard<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&**self, f)
+            }
+        }
+
+        impl<T: ?Sized> crate::dep::sealed::Sealed for $Guard<'_, T> {}
+
+        impl<T: ?Sized> crate::HeldGuard for $Guard<'_, T> {
+            fn lock_map(&self) -> Option<&lockdep::LockMap> {
+                crate::HeldGuard::lock_map(&self.inner)
+            }
+        }
+    };
+}
+pub(crate) use poisoned_guard;

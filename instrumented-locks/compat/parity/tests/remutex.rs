@@ -34,15 +34,18 @@ static LOG: ReentrantMutex<RefCell<Vec<u8>>> = const_reentrant_mutex(RefCell::ne
 static DEPTH: ReentrantMutex<Cell<u32>> = ReentrantMutex::new(Cell::new(0));
 
 struct Logger {
+    /// Built with `const_new` in the `const fn` too. A field rather than a local: the
+    /// compat crate's locks have a destructor (their validator map), which a `const fn`
+    /// cannot run.
+    also: ReentrantMutex<()>,
     lines: ReentrantMutex<RefCell<u32>>,
 }
 
 impl Logger {
     // covers: const_reentrant_mutex, ReentrantMutex::const_new, RawMutex::INIT, RawThreadId::INIT
     const fn new() -> Self {
-        let _also: ReentrantMutex<()> =
-            ReentrantMutex::const_new(RawMutex::INIT, RawThreadId::INIT, ());
         Logger {
+            also: ReentrantMutex::const_new(RawMutex::INIT, RawThreadId::INIT, ()),
             lines: const_reentrant_mutex(RefCell::new(0)),
         }
     }
@@ -68,6 +71,7 @@ fn statics_and_reentrancy() {
     assert_eq!(DEPTH.lock().get(), 2);
     *LOGGER.lines.lock().borrow_mut() += 1;
     assert_eq!(*LOGGER.lines.lock().borrow(), 1);
+    assert!(!LOGGER.also.is_locked());
 }
 
 #[test]

@@ -21,14 +21,18 @@ static CONFIG: RwLock<(u32, &str)> = RwLock::new((1, "one"));
 static FLAGS: RwLock<u8> = const_rwlock(0);
 
 struct Settings {
+    /// Built with `const_new` in the `const fn` too. A field rather than a local: the
+    /// compat crate's locks have a destructor (their validator map), which a `const fn`
+    /// cannot run.
+    also: RwLock<()>,
     level: RwLock<u8>,
 }
 
 impl Settings {
     // covers: const_rwlock, RwLock::const_new, RawRwLock::INIT
     const fn new() -> Self {
-        let _also: RwLock<()> = RwLock::const_new(RawRwLock::INIT, ());
         Settings {
+            also: RwLock::const_new(RawRwLock::INIT, ()),
             level: const_rwlock(3),
         }
     }
@@ -44,6 +48,7 @@ fn statics_and_const_constructors() {
     CONFIG.write().0 = 2;
     *FLAGS.write() |= 4;
     *SETTINGS.level.write() += 1;
+    assert!(!SETTINGS.also.is_locked());
     assert_eq!(
         (CONFIG.read().0, *FLAGS.read(), *SETTINGS.level.read()),
         (2, 4, 4)

@@ -67,8 +67,8 @@ pub use instrumented_locks::{
     const_fair_mutex, const_mutex, const_reentrant_mutex, const_rwlock, Condvar, FairMutex,
     FairMutexGuard, MappedFairMutexGuard, MappedMutexGuard, MappedReentrantMutexGuard,
     MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, MutexGuard, Once, OnceState,
-    RawFairMutex, RawMutex, RawRwLock, RawThreadId, ReentrantMutex, ReentrantMutexGuard,
-    RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard, WaitTimeoutResult,
+    RawFairMutex, RawMutex, RawRwLock, RawThreadId, ReentrantMutex, ReentrantMutexGuard, RwLock,
+    RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard, WaitTimeoutResult,
 };
 
 #[cfg(feature = "arc_lock")]
