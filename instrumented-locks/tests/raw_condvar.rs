@@ -3,16 +3,16 @@
 //! requeued onto it, and without), `wait_while*`, timeouts, two mutexes on one condvar, and
 //! `wait_raw`.
 
-mod raw_common;
+mod common;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::raw::{key_of, wait_parked, wait_until, HANG};
 use instrumented_locks::raw::{Condvar, RawMutex};
 use lock_api::RawMutex as _;
-use raw_common::{key_of, wait_parked, wait_until, HANG};
 
 type Mutex<T> = lock_api::Mutex<RawMutex, T>;
 
@@ -218,7 +218,7 @@ fn timed_wait_notified_under_the_mutex_reports_no_timeout() {
                 .timed_out()
         });
         wait_until("the waiter queued or gone", || {
-            raw_common::parked_on(key_of(&cv)) == 1 || waiter.is_finished()
+            common::raw::parked_on(key_of(&cv)) == 1 || waiter.is_finished()
         });
         let mut g = m.lock();
         *g = true;

@@ -1,16 +1,16 @@
 //! `raw::RawMutex` and `raw::RawFairMutex`: exclusion under stress, try/timed locks, fair
 //! handoff, bump, and the `lock_api` wrappers over them.
 
-mod raw_common;
+mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::raw::{key_of, parked_on, wait_parked, wait_until, Gate, HANG};
 use instrumented_locks::raw::{RawFairMutex, RawMutex, RawThreadId};
 use lock_api::{RawMutex as _, RawMutexFair as _, RawMutexTimed as _};
-use raw_common::{key_of, parked_on, wait_parked, wait_until, Gate, HANG};
 
 const THREADS: usize = 4;
 /// Far fewer under Miri, which checks the same code for data races and UB, slowly.

@@ -1,15 +1,15 @@
 //! `raw::Once`: one run among concurrent callers, waiting callers, poisoning and
 //! `call_once_force`.
 
-mod raw_common;
+mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::thread;
 
+use common::raw::{key_of, wait_parked, Gate};
 use instrumented_locks::raw::{Once, OnceState};
-use raw_common::{key_of, wait_parked, Gate};
 
 #[test]
 fn concurrent_callers_run_the_closure_once_and_see_its_effects() {
@@ -50,7 +50,7 @@ fn waiters_park_until_the_run_completes() {
                 gate.wait();
             })
         });
-        raw_common::wait_until("the runner started", || {
+        common::raw::wait_until("the runner started", || {
             once.state() == OnceState::InProgress
         });
         for _ in 0..3 {
@@ -132,7 +132,7 @@ fn run_then_panic<R: Send>(once: &Once, waiters: &[&(dyn Fn() -> R + Sync)]) -> 
 
 /// Waits until the runner has claimed the `Once`.
 fn wait_parked_or_running(once: &Once) {
-    raw_common::wait_until("the runner started", || {
+    common::raw::wait_until("the runner started", || {
         once.state() == OnceState::InProgress
     });
 }

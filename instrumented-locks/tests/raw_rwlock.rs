@@ -5,20 +5,20 @@
 //! for readers parks on the lock's address + 1, everybody else on the address), never by
 //! sleeping.
 
-mod raw_common;
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::raw::{key_of, wait_parked, wait_until, Gate, HANG};
 use instrumented_locks::raw::RawRwLock;
 use lock_api::{
     RawRwLock as _, RawRwLockDowngrade as _, RawRwLockFair as _, RawRwLockRecursive as _,
     RawRwLockRecursiveTimed as _, RawRwLockTimed as _, RawRwLockUpgrade as _,
     RawRwLockUpgradeDowngrade as _, RawRwLockUpgradeFair as _, RawRwLockUpgradeTimed as _,
 };
-use raw_common::{key_of, wait_parked, wait_until, Gate, HANG};
 
 type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 
@@ -647,7 +647,7 @@ fn fair_unlock_hands_over_to_the_queued_readers_and_the_writer_behind_them() {
             readers_in.load(Ordering::SeqCst) == 3
         });
         wait_parked(writer(raw), 1);
-        assert_eq!(raw_common::parked_on(queue(raw)), 0);
+        assert_eq!(common::raw::parked_on(queue(raw)), 0);
         assert!(raw.is_locked_exclusive());
         assert!(!raw.try_lock_shared());
         release.open();

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{cycles, expect_panic, on_thread, one_cycle, recursive, same_class, start, take};
+use common::{
+    assert_reports, cycles, expect_panic, on_thread, one_cycle, recursive, same_class, start, take,
+};
 use instrumented_locks::{set_enabled, RwLockWriteGuard};
 use instrumented_locks::{Mutex, MutexGuard, ReentrantMutex, RwLock, RwLockUpgradableReadGuard};
 use lockdep::{held_count, AssertKind, DynamicKey, LockClassKey, Report};
@@ -410,11 +412,7 @@ fn mutex_dropped_while_held_is_reported() {
         // Dropped in place at the end of the scope. (`drop(m)` would first *move* the
         // unborrowed mutex, and a moved lock is another instance to lockdep.)
     }
-    let r = take();
-    assert!(
-        matches!(r[..], [Report::HeldLockFreed { .. }]),
-        "expected held-lock-freed, got {r:#?}"
-    );
+    assert_reports!(Report::HeldLockFreed { .. });
     assert_eq!(held_count(), 0);
 }
 

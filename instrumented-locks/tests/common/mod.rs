@@ -1,7 +1,10 @@
-//! Shared test harness: serializes tests on the process-wide validator, resets it, and
-//! collects reports through a callback policy.
+//! The shared test harness: serializes tests on the process-wide validator, resets it,
+//! collects reports through a callback policy, and checks them with [`assert_reports!`];
+//! [`raw`] observes the parking lot for the raw-lock tests.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros, unused_imports)]
+
+pub mod raw;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -59,6 +62,29 @@ pub fn set_panicking(on: bool) {
 pub fn take() -> Vec<Report> {
     std::mem::take(&mut *REPORTS.lock().unwrap_or_else(|e| e.into_inner()))
 }
+
+/// Takes the reports collected so far and asserts that they match the patterns, one report
+/// per pattern, in order (an optional `if` guard may follow); returns them. With no pattern
+/// it asserts that nothing was reported.
+///
+/// ```ignore
+/// assert_reports!();
+/// assert_reports!(Report::RecursiveLocking(_));
+/// let r = assert_reports!(Report::HeldLockFreed { .. }, Report::LockHeldAtExit { .. });
+/// ```
+macro_rules! assert_reports {
+    ($($pat:pat),* $(,)? $(if $guard:expr)?) => {{
+        let reports = $crate::common::take();
+        assert!(
+            matches!(reports.as_slice(), [$($pat),*] $(if $guard)?),
+            "expected reports [{}], got {:#?}",
+            stringify!($($pat),*),
+            reports
+        );
+        reports
+    }};
+}
+pub(crate) use assert_reports;
 
 /// Runs `f` on a fresh thread and waits for it (the case conventions' "T2: ...").
 pub fn on_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {

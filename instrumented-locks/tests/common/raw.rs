@@ -1,13 +1,10 @@
-//! Helpers for the `raw_*` tests: observe the parking lot without timing.
+//! The `raw_*` tests' part of the harness: observe the parking lot without timing.
 
-#![allow(dead_code)]
-
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot_core::{FilterOp, DEFAULT_UNPARK_TOKEN};
 
-/// A hang guard for waits that must finish: far longer than any correct run.
-pub const HANG: Duration = Duration::from_secs(20);
+pub use super::HANG;
 
 /// How many threads are parked on `key` right now (walks the queue, wakes nobody).
 pub fn parked_on(key: usize) -> usize {
