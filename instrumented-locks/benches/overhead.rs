@@ -1,83 +1,323 @@
-//! Cost of the wrappers against plain parking_lot, in one run.
+//! What the validating wrappers cost, next to their peers, in one run.
 //!
-//! - `cargo bench -p instrumented-locks --no-default-features`: the off switch; the
-//!   `instrumented` rows must equal the `parking_lot` rows.
-//! - `cargo bench -p instrumented-locks`: validation on (a chain-cache hit per acquisition),
-//!   plus validation compiled in but switched off at run time (`set_enabled(false)`).
+//! Columns, per row (each on its own lock instances):
 //!
-//! Single thread, uncontended: the validator's per-acquisition cost is what is measured.
+//! - `peer`: real parking_lot 0.12 (renamed `real_parking_lot`), or `std::sync` for the
+//!   std-flavoured rows;
+//! - `raw`: lock_api's types over this crate's raw locks: exactly what the wrappers compile to
+//!   without the `validate` feature (the layout test asserts the sizes);
+//! - `on`: the wrappers, validating (every acquisition a chain-cache hit after the first);
+//! - `off`: the same wrappers with validation switched off at run time (`set_enabled(false)`).
+//!
+//! Rows: mutex lock+unlock and try_lock, a nested pair A→B, an 8-deep nest, rwlock read /
+//! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
+//! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
+//! and RwLock read. Single thread and uncontended except the ping-pong.
+//!
+//! Method: `ROUNDS` rounds; each round runs every cell of every row once (cells in rotating
+//! order), `ops` operations each; per cell the median over rounds of ns/op, and per ratio or
+//! difference the median over rounds of the per-round value (a busy phase of the machine hits
+//! a whole round). Run `cargo bench -p instrumented-locks --bench overhead` (fat LTO in the
+//! workspace's bench profile). With `--no-default-features` the `on` column is the feature-off
+//! build and must equal `raw`. Under `cargo test --benches`, one short round.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::Instant;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use instrumented_locks::{raw, set_enabled, std_sync};
 
-const MODE: &str = if cfg!(feature = "validate") {
-    "validate"
-} else {
-    "off"
-};
+/// A cell: runs its operation `n` times.
+type Run<'a> = Box<dyn FnMut(u64) + 'a>;
 
-fn mutex(c: &mut Criterion) {
-    let mut g = c.benchmark_group(format!("mutex_lock_unlock/{MODE}"));
-    let pl = real_parking_lot::Mutex::new(0u64);
-    g.bench_function("parking_lot", |b| b.iter(|| *black_box(&pl).lock() += 1));
-    let il = instrumented_locks::Mutex::new(0u64);
-    g.bench_function("instrumented", |b| b.iter(|| *black_box(&il).lock() += 1));
-    if cfg!(feature = "validate") {
-        instrumented_locks::set_enabled(false);
-        g.bench_function("instrumented_runtime_off", |b| {
-            b.iter(|| *black_box(&il).lock() += 1)
+/// What a column measures.
+#[derive(Clone, Copy, PartialEq)]
+enum Col {
+    Peer,
+    Raw,
+    On,
+    Off,
+}
+
+struct Row<'a> {
+    name: &'static str,
+    /// Locks an operation takes (for per-lock overheads).
+    locks: u32,
+    /// Operations per cell per round in bench mode.
+    ops: u64,
+    cells: Vec<(Col, Run<'a>)>,
+}
+
+/// A row whose cells all run `body` (with `$x` bound to the cell's locks) in a loop: the
+/// wrappers have the peers' API, so one body serves every column.
+macro_rules! row {
+    ($name:expr, $locks:expr, $ops:expr, [$($col:ident: $lock:expr),* $(,)?], |$x:ident| $body:expr) => {
+        Row {
+            name: $name,
+            locks: $locks,
+            ops: $ops,
+            cells: vec![$(
+                (Col::$col, {
+                    let $x = $lock;
+                    Box::new(move |n: u64| {
+                        for _ in 0..n {
+                            $body;
+                        }
+                    }) as Run<'_>
+                })
+            ),*],
+        }
+    };
+}
+
+/// One round trip of a condvar ping-pong: this thread sets the flag and waits for the other
+/// to clear it, `n` times.
+macro_rules! ping_pong {
+    ($m:expr, $cv:expr, $n:expr) => {{
+        let (m, cv, n) = ($m, $cv, $n);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..n {
+                    let mut g = m.lock();
+                    while !*g {
+                        cv.wait(&mut g);
+                    }
+                    *g = false;
+                    cv.notify_one();
+                }
+            });
+            for _ in 0..n {
+                let mut g = m.lock();
+                *g = true;
+                cv.notify_one();
+                while *g {
+                    cv.wait(&mut g);
+                }
+            }
         });
-        instrumented_locks::set_enabled(true);
+    }};
+}
+
+type Raw<T> = lock_api::Mutex<raw::RawMutex, T>;
+type RawRw<T> = lock_api::RwLock<raw::RawRwLock, T>;
+type RawRe<T> = lock_api::ReentrantMutex<raw::RawMutex, raw::RawThreadId, T>;
+type Ours<T> = instrumented_locks::Mutex<T>;
+type OursRw<T> = instrumented_locks::RwLock<T>;
+
+/// Eight locks of one implementation (eight construction sites: eight classes).
+macro_rules! eight {
+    ($new:expr) => {
+        [$new, $new, $new, $new, $new, $new, $new, $new]
+    };
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let rounds = if bench { 15 } else { 1 };
+    const OPS: u64 = 200_000;
+
+    // The locks, per column.
+    let m = (
+        real_parking_lot::Mutex::new(0u64),
+        Raw::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+    );
+    let a = (
+        real_parking_lot::Mutex::new(0u64),
+        Raw::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+    );
+    let b = (
+        real_parking_lot::Mutex::new(0u64),
+        Raw::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+    );
+    let d_pl = eight!(real_parking_lot::Mutex::new(0u64));
+    let d_raw = eight!(Raw::new(0u64));
+    let d_on = [
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+    ];
+    let d_off = [
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+    ];
+    let l = (
+        real_parking_lot::RwLock::new(0u64),
+        RawRw::new(0u64),
+        OursRw::new(0u64),
+        OursRw::new(0u64),
+    );
+    let re = (
+        real_parking_lot::ReentrantMutex::new(0u64),
+        RawRe::new(0u64),
+        instrumented_locks::ReentrantMutex::new(0u64),
+        instrumented_locks::ReentrantMutex::new(0u64),
+    );
+    let cv = (
+        (
+            real_parking_lot::Mutex::new(false),
+            real_parking_lot::Condvar::new(),
+        ),
+        (Raw::new(false), raw::Condvar::new()),
+        (Ours::new(false), instrumented_locks::Condvar::new()),
+        (Ours::new(false), instrumented_locks::Condvar::new()),
+    );
+    let sm = (
+        std::sync::Mutex::new(0u64),
+        std_sync::Mutex::new(0u64),
+        std_sync::Mutex::new(0u64),
+    );
+    let sl = (
+        std::sync::RwLock::new(0u64),
+        std_sync::RwLock::new(0u64),
+        std_sync::RwLock::new(0u64),
+    );
+
+    let mut rows = vec![
+        row!("mutex lock+unlock", 1, OPS, [Peer: &m.0, Raw: &m.1, On: &m.2, Off: &m.3],
+            |x| *black_box(x).lock() += 1),
+        row!("mutex try_lock+unlock", 1, OPS, [Peer: &m.0, Raw: &m.1, On: &m.2, Off: &m.3],
+            |x| *black_box(x).try_lock().unwrap() += 1),
+        row!("nested pair A→B", 2, OPS,
+        [Peer: (&a.0, &b.0), Raw: (&a.1, &b.1), On: (&a.2, &b.2), Off: (&a.3, &b.3)],
+        |x| {
+            let mut ga = black_box(x.0).lock();
+            let mut gb = black_box(x.1).lock();
+            *ga += 1;
+            *gb += 1;
+        }),
+        row!("8-deep nest", 8, OPS / 4,
+        [Peer: &d_pl, Raw: &d_raw, On: &d_on, Off: &d_off],
+        |x| {
+            let x = black_box(x);
+            let g0 = x[0].lock();
+            let g1 = x[1].lock();
+            let g2 = x[2].lock();
+            let g3 = x[3].lock();
+            let g4 = x[4].lock();
+            let g5 = x[5].lock();
+            let g6 = x[6].lock();
+            let g7 = x[7].lock();
+            black_box((&g0, &g1, &g2, &g3, &g4, &g5, &g6, &g7));
+        }),
+        row!("rwlock read", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+            |x| black_box(*black_box(x).read())),
+        row!("rwlock read_recursive", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+            |x| black_box(*black_box(x).read_recursive())),
+        row!("rwlock upgradable_read", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+            |x| black_box(*black_box(x).upgradable_read())),
+        row!("rwlock write", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+            |x| *black_box(x).write() += 1),
+        row!("rwlock try_read", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+            |x| black_box(*black_box(x).try_read().unwrap())),
+        row!("rwlock try_write", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+            |x| *black_box(x).try_write().unwrap() += 1),
+        row!("reentrant lock", 1, OPS, [Peer: &re.0, Raw: &re.1, On: &re.2, Off: &re.3],
+            |x| black_box(*black_box(x).lock())),
+        row!("std Mutex lock+unlock", 1, OPS, [Peer: &sm.0, On: &sm.1, Off: &sm.2],
+            |x| *black_box(x).lock().unwrap() += 1),
+        row!("std RwLock read", 1, OPS, [Peer: &sl.0, On: &sl.1, Off: &sl.2],
+            |x| black_box(*black_box(x).read().unwrap())),
+    ];
+    let pp_ops = if bench { 2_000 } else { 10 };
+    rows.push(Row {
+        name: "condvar ping-pong (round trip)",
+        locks: 2,
+        ops: pp_ops,
+        cells: vec![
+            (
+                Col::Peer,
+                Box::new(|n: u64| ping_pong!(&cv.0 .0, &cv.0 .1, n)) as Run<'_>,
+            ),
+            (
+                Col::Raw,
+                Box::new(|n: u64| ping_pong!(&cv.1 .0, &cv.1 .1, n)),
+            ),
+            (
+                Col::On,
+                Box::new(|n: u64| ping_pong!(&cv.2 .0, &cv.2 .1, n)),
+            ),
+            (
+                Col::Off,
+                Box::new(|n: u64| ping_pong!(&cv.3 .0, &cv.3 .1, n)),
+            ),
+        ],
+    });
+
+    // ns/op per row, cell, round.
+    let mut ns: Vec<Vec<Vec<f64>>> = rows
+        .iter()
+        .map(|r| vec![Vec::new(); r.cells.len()])
+        .collect();
+    for round in 0..rounds {
+        for (r, row) in rows.iter_mut().enumerate() {
+            let n = if bench { row.ops } else { row.ops.min(100) };
+            let k = row.cells.len();
+            for j in 0..k {
+                let c = (j + round) % k;
+                let (col, run) = &mut row.cells[c];
+                set_enabled(*col != Col::Off);
+                let t0 = Instant::now();
+                run(n);
+                ns[r][c].push(t0.elapsed().as_secs_f64() * 1e9 / n as f64);
+                set_enabled(true);
+            }
+        }
     }
-    g.finish();
-}
 
-fn nested(c: &mut Criterion) {
-    let mut g = c.benchmark_group(format!("nested_pair/{MODE}"));
-    let (pa, pb) = (
-        real_parking_lot::Mutex::new(0u64),
-        real_parking_lot::Mutex::new(0u64),
-    );
-    g.bench_function("parking_lot", |b| {
-        b.iter(|| {
-            let mut x = black_box(&pa).lock();
-            let mut y = black_box(&pb).lock();
-            *x += 1;
-            *y += 1;
-        })
-    });
-    let (ia, ib) = (
-        instrumented_locks::Mutex::new(0u64),
-        instrumented_locks::Mutex::new(0u64),
-    );
-    g.bench_function("instrumented", |b| {
-        b.iter(|| {
-            let mut x = black_box(&ia).lock();
-            let mut y = black_box(&ib).lock();
-            *x += 1;
-            *y += 1;
-        })
-    });
-    g.finish();
+    let mode = if cfg!(feature = "validate") {
+        "validate on"
+    } else {
+        "validate feature OFF: `on` is the feature-off build"
+    };
+    println!("\noverhead ({mode}): {rounds} rounds, medians over rounds, ns per operation");
+    println!("| row | peer | raw | on | off | on/peer | on−raw per lock | off−raw per lock |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (row, cells) in rows.iter().zip(&ns) {
+        let at = |col: Col| {
+            row.cells
+                .iter()
+                .position(|(c, _)| *c == col)
+                .map(|i| &cells[i])
+        };
+        let med = |col: Col| at(col).map(|v| median(&mut v.clone()));
+        let per_round = |x: Col, y: Col, f: &dyn Fn(f64, f64) -> f64| -> Option<f64> {
+            let (a, b) = (at(x)?, at(y)?);
+            let mut v: Vec<f64> = a.iter().zip(b).map(|(a, b)| f(*a, *b)).collect();
+            Some(median(&mut v))
+        };
+        let locks = f64::from(row.locks);
+        let show = |v: Option<f64>, p: usize| v.map_or("–".to_string(), |v| format!("{v:.p$}"));
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.name,
+            show(med(Col::Peer), 1),
+            show(med(Col::Raw), 1),
+            show(med(Col::On), 1),
+            show(med(Col::Off), 1),
+            show(per_round(Col::On, Col::Peer, &|a, b| a / b), 2),
+            show(per_round(Col::On, Col::Raw, &|a, b| (a - b) / locks), 1),
+            show(per_round(Col::Off, Col::Raw, &|a, b| (a - b) / locks), 1),
+        );
+    }
 }
-
-fn rwlock(c: &mut Criterion) {
-    let mut g = c.benchmark_group(format!("rwlock_read/{MODE}"));
-    let pl = real_parking_lot::RwLock::new(1u64);
-    g.bench_function("parking_lot", |b| b.iter(|| *black_box(&pl).read()));
-    let il = instrumented_locks::RwLock::new(1u64);
-    g.bench_function("instrumented", |b| b.iter(|| *black_box(&il).read()));
-    g.finish();
-}
-
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(1))
-        .sample_size(30);
-    targets = mutex, nested, rwlock
-}
-criterion_main!(benches);

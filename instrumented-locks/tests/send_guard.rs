@@ -5,6 +5,7 @@
 
 mod common;
 
+#[allow(unused_imports)] // each feature set uses its part
 use instrumented_locks::{
     MappedMutexGuard, Mutex, MutexGuard, ReentrantMutexGuard, RwLockReadGuard, RwLockWriteGuard,
 };

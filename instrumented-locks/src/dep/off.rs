@@ -107,8 +107,6 @@ impl Track {
     #[inline(always)]
     pub(crate) fn release(&mut self, _dep: &Dep, _site: Site) {}
     #[inline(always)]
-    pub(crate) fn release_on_drop(&mut self, _dep: &Dep) {}
-    #[inline(always)]
     pub(crate) fn suspend(&mut self, _dep: &Dep, _site: Site) -> Track {
         Track
     }

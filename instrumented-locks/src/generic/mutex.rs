@@ -1,14 +1,11 @@
 //! [`Mutex<R, T>`] and its guards: `lock_api::Mutex<R, T>` with every operation fed to lockdep.
 
-use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-#[cfg(feature = "arc_lock")]
-use std::sync::Arc;
 
 use lock_api::{RawMutex, RawMutexFair, RawMutexTimed};
-use lockdep::{LockMap, Mode};
+use lockdep::Mode;
 
-use super::{acquisitions, here, lock_surface, mapped_guard, projections, timed, tried, Tracked};
+use super::{acquisitions, guard_core, lock_surface, mapped_guard, projections};
 use crate::dep::{Dep, DepRef, GuardMarker, Held, Track};
 use crate::HeldGuard;
 
@@ -71,36 +68,7 @@ impl<R: RawMutex, T: ?Sized> Mutex<R, T> {
         unsafe { self.inner.raw() }
     }
 
-    #[inline]
-    #[track_caller]
-    fn blocking_track(
-        &self,
-        mode: Mode,
-        subclass: u8,
-        nest: Option<&LockMap>,
-        lock: impl FnOnce(&R),
-    ) -> Track {
-        let track = self.dep.acquire(mode, subclass, nest, here());
-        lock(self.raw_mutex());
-        track
-    }
-
-    #[inline]
-    #[track_caller]
-    fn tried_guard<G: Tracked>(
-        &self,
-        mode: Mode,
-        try_lock: impl FnOnce(&R) -> bool,
-        make: impl FnOnce(Track) -> G,
-    ) -> Option<G> {
-        tried(try_lock(self.raw_mutex()), &self.dep, mode, here(), make)
-    }
-
-    #[inline]
-    #[track_caller]
-    fn timed_track(&self, mode: Mode, try_lock: impl FnOnce(&R) -> bool) -> Option<Track> {
-        timed(&self.dep, mode, here(), || try_lock(self.raw_mutex()))
-    }
+    super::raw_helpers!(raw_mutex);
 
     /// Makes a guard for a mutex the caller holds without one (lock_api's
     /// `make_guard_unchecked`). The guard takes over this thread's held-lock entry of the
@@ -153,50 +121,17 @@ impl<R: RawMutex, T: ?Sized> Mutex<R, T> {
         MutexGuard::new(self, track)
     }
 
-    /// Whether the mutex is locked by any thread (a snapshot).
-    #[inline]
-    pub fn is_locked(&self) -> bool {
-        self.inner.is_locked()
-    }
-
-    /// Unlocks the mutex without a guard (after `mem::forget` of one), releasing the entry
-    /// the forgotten guard left on this thread's held stack, if any.
-    ///
-    /// # Safety
-    ///
-    /// The mutex must be locked, by a guard that was forgotten (or on the caller's behalf).
-    #[inline]
-    #[track_caller]
-    pub unsafe fn force_unlock(&self) {
-        self.dep.force_release(here());
-        // SAFETY: the caller guarantees the mutex is locked and no live guard owns it.
-        unsafe { self.inner.force_unlock() }
-    }
-
-    /// The raw mutex. Locking or unlocking through it is not seen by lockdep.
-    ///
-    /// # Safety
-    ///
-    /// As `lock_api::Mutex::raw`: unlocking it while a guard exists is undefined behaviour.
-    #[inline]
-    pub unsafe fn raw(&self) -> &R {
-        // SAFETY: the caller takes over lock_api's contract.
-        unsafe { self.inner.raw() }
+    super::force_unlocks! {
+        /// Unlocks the mutex without a guard (after `mem::forget` of one), releasing the entry
+        /// the forgotten guard left on this thread's held stack, if any.
+        force_unlock;
     }
 }
 
 impl<R: RawMutexFair, T: ?Sized> Mutex<R, T> {
-    /// [`force_unlock`](Self::force_unlock) with a fair hand-off to a waiting thread.
-    ///
-    /// # Safety
-    ///
-    /// As for `force_unlock`.
-    #[inline]
-    #[track_caller]
-    pub unsafe fn force_unlock_fair(&self) {
-        self.dep.force_release(here());
-        // SAFETY: as in `force_unlock`.
-        unsafe { self.inner.force_unlock_fair() }
+    super::force_unlocks! {
+        /// [`force_unlock`](Self::force_unlock) with a fair hand-off to a waiting thread.
+        force_unlock_fair;
     }
 }
 
@@ -218,32 +153,35 @@ impl<R: RawMutexTimed, T: ?Sized> Mutex<R, T> {
     }
 }
 
-/// Holds a [`Mutex`] locked; tells lockdep and unlocks on drop.
-///
-/// `!Send` (whatever `R::GuardMarker` says) unless the crate's `send_guard` feature is on:
-/// a held lock belongs to the thread that took it. Two words: the mutex and the
-/// acquisition's track.
-#[must_use = "if unused the Mutex will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct MutexGuard<'a, R: RawMutex, T: ?Sized> {
-    lock: &'a Mutex<R, T>,
-    track: Track,
-    marker: PhantomData<(&'a mut T, GuardMarker, R::GuardMarker)>,
+guard_core! {
+    Mutex<R, T>: impl[R: RawMutex, T: ?Sized] fair[R: RawMutexFair, T: ?Sized];
+    /// Holds a [`Mutex`] locked; tells lockdep and unlocks on drop.
+    ///
+    /// `!Send` (whatever `R::GuardMarker` says) unless the crate's `send_guard` feature is
+    /// on: a held lock belongs to the thread that took it. Two words: the mutex and the
+    /// acquisition's track.
+    #[must_use = "if unused the Mutex will immediately unlock"]
+    plain MutexGuard, mutex, marker (&'a mut T, GuardMarker, R::GuardMarker);
+    /// A [`MutexGuard`] through an `Arc` ([`Mutex::lock_arc`]): no lifetime.
+    #[must_use = "if unused the Mutex will immediately unlock"]
+    arc ArcMutexGuard, marker (*const (), GuardMarker, R::GuardMarker);
+    release: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: the guard held the mutex, and is gone.
+        unsafe { lock.raw_mutex().unlock() }
+    };
+    release_fair: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: as for `release`.
+        unsafe { lock.raw_mutex().unlock_fair() }
+    };
+    relock: |lock| lock.raw_mutex().lock();
+    // SAFETY: the guard holds the mutex; the raw bump returns with it held again.
+    bump: |lock| unsafe { lock.raw_mutex().bump() };
 }
 
 // SAFETY: sharing `&MutexGuard` shares only `&T` and `&R` (as lock_api's `MutexGuard`).
 unsafe impl<R: RawMutex + Sync, T: ?Sized + Sync> Sync for MutexGuard<'_, R, T> {}
-
-/// A [`MutexGuard`] through an `Arc` ([`Mutex::lock_arc`]): no lifetime.
-#[cfg(feature = "arc_lock")]
-#[must_use = "if unused the Mutex will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct ArcMutexGuard<R: RawMutex, T: ?Sized> {
-    lock: Arc<Mutex<R, T>>,
-    track: Track,
-    marker: PhantomData<(*const (), GuardMarker, R::GuardMarker)>,
-}
-
 // SAFETY: as for `MutexGuard` (the `Arc` is only read through `&self`).
 #[cfg(feature = "arc_lock")]
 unsafe impl<R: RawMutex + Sync, T: ?Sized + Sync> Sync for ArcMutexGuard<R, T> {}
@@ -255,126 +193,18 @@ unsafe impl<R: RawMutex + Send + Sync, T: ?Sized + Send> Send for ArcMutexGuard<
 {
 }
 
-/// What the plain and `Arc` guards share: construction, drop, and the operations that
-/// release the mutex for a while or for good.
-macro_rules! guard_common {
-    ($Guard:ident [$($lt:lifetime)?] $Lock:ty) => {
-        impl<$($lt,)? R: RawMutex, T: ?Sized> $Guard<$($lt,)? R, T> {
-            #[inline]
-            fn new(lock: $Lock, track: Track) -> Self {
-                $Guard {
-                    lock,
-                    track,
-                    marker: PhantomData,
-                }
-            }
-
-            /// The lock pointer and the track, with the guard gone but the mutex still held.
-            #[inline]
-            fn take(s: Self) -> ($Lock, Track) {
-                let s = ManuallyDrop::new(s);
-                // SAFETY: `s` is never dropped, so its lock pointer moves out exactly once.
-                (unsafe { std::ptr::read(&s.lock) }, s.track)
-            }
-
-            /// Unlocks the mutex, runs `f`, and locks it again (as lock_api's `unlocked`). The
-            /// re-lock is validated before it can block, with the locks held at that point.
-            #[inline]
-            #[track_caller]
-            pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
-                let lock = &*s.lock;
-                super::unlocked(
-                    &mut s.track,
-                    &lock.dep,
-                    here(),
-                    // SAFETY: the guard holds the mutex; `unlocked` locks it again before the
-                    // guard can be used or dropped.
-                    || unsafe { lock.raw_mutex().unlock() },
-                    || lock.raw_mutex().lock(),
-                    f,
-                )
-            }
-        }
-
-        impl<$($lt,)? R: RawMutexFair, T: ?Sized> $Guard<$($lt,)? R, T> {
-            /// Unlocks with a fair hand-off to a waiting thread (`RawMutexFair::unlock_fair`).
-            #[inline]
-            #[track_caller]
-            pub fn unlock_fair(s: Self) {
-                let (lock, mut track) = $Guard::take(s);
-                track.release(&lock.dep, here());
-                // SAFETY: the guard held the mutex.
-                unsafe { lock.raw_mutex().unlock_fair() };
-            }
-
-            /// [`unlocked`](Self::unlocked) with a fair unlock.
-            #[inline]
-            #[track_caller]
-            pub fn unlocked_fair<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
-                let lock = &*s.lock;
-                super::unlocked(
-                    &mut s.track,
-                    &lock.dep,
-                    here(),
-                    // SAFETY: as in `unlocked`.
-                    || unsafe { lock.raw_mutex().unlock_fair() },
-                    || lock.raw_mutex().lock(),
-                    f,
-                )
-            }
-
-            /// Lets a waiting thread take the mutex, if there is one, and locks it again
-            /// (`RawMutexFair::bump`). Lockdep sees a release and a re-lock, validated before
-            /// it can block.
-            #[inline]
-            #[track_caller]
-            pub fn bump(s: &mut Self) {
-                s.track.relock(&s.lock.dep, here());
-                // SAFETY: the guard holds the mutex; `bump` returns with it held again.
-                unsafe { s.lock.raw_mutex().bump() }
-            }
-        }
-
-        impl<$($lt,)? R: RawMutex, T: ?Sized> Drop for $Guard<$($lt,)? R, T> {
-            #[inline]
-            fn drop(&mut self) {
-                // Lockdep first, then the real unlock.
-                self.track.release_on_drop(&self.lock.dep);
-                // SAFETY: the guard holds the mutex.
-                unsafe { self.lock.raw_mutex().unlock() }
-            }
-        }
-
-        impl<$($lt,)? R: RawMutex, T: ?Sized> Tracked for $Guard<$($lt,)? R, T> {
-            fn track_mut(&mut self) -> &mut Track {
-                &mut self.track
-            }
-        }
-
-        super::guard_impls! {
-            impl[$($lt,)? R: RawMutex, T: ?Sized] $Guard<$($lt,)? R, T>;
-            data: |s| s.lock.data_ptr();
-            map: |s| s.lock.dep.map();
-        }
-        super::guard_mut! {
-            impl[$($lt,)? R: RawMutex, T: ?Sized] $Guard<$($lt,)? R, T>;
-            data: |s| s.lock.data_ptr();
-        }
-    };
+super::guard_mut! {
+    impl['a, R: RawMutex, T: ?Sized] MutexGuard<'a, R, T>;
+    data: |s| s.lock.data_ptr();
 }
-
-guard_common!(MutexGuard ['a] &'a Mutex<R, T>);
 #[cfg(feature = "arc_lock")]
-guard_common!(ArcMutexGuard [] Arc<Mutex<R, T>>);
+super::guard_mut! {
+    impl[R: RawMutex, T: ?Sized] ArcMutexGuard<R, T>;
+    data: |s| s.lock.data_ptr();
+}
 super::guard_stable!(impl['a, R: RawMutex, T: ?Sized] MutexGuard<'a, R, T>;);
 
 impl<'a, R: RawMutex, T: ?Sized> MutexGuard<'a, R, T> {
-    /// The mutex this guard holds.
-    #[inline]
-    pub fn mutex(s: &Self) -> &'a Mutex<R, T> {
-        s.lock
-    }
-
     /// Splits the guard for a projection into the mutex, what owns lockdep's release (a
     /// [`Held`]) and what owns the raw unlock (a lock_api guard).
     #[inline]
@@ -401,40 +231,6 @@ impl<'a, R: RawMutex, T: ?Sized> MutexGuard<'a, R, T> {
         let s = ManuallyDrop::new(s);
         // SAFETY: the mutex stays locked forever, so nobody else reaches the data again.
         unsafe { &mut *s.lock.data_ptr() }
-    }
-}
-
-#[cfg(feature = "arc_lock")]
-impl<R: RawMutex, T: ?Sized> ArcMutexGuard<R, T> {
-    /// The `Arc` of the mutex this guard holds.
-    #[inline]
-    pub fn mutex(s: &Self) -> &Arc<Mutex<R, T>> {
-        &s.lock
-    }
-
-    /// Unlocks the mutex and returns the `Arc` the guard held.
-    #[inline]
-    #[track_caller]
-    pub fn into_arc(s: Self) -> Arc<Mutex<R, T>> {
-        let (lock, mut track) = ArcMutexGuard::take(s);
-        track.release(&lock.dep, here());
-        // SAFETY: the guard held the mutex.
-        unsafe { lock.raw_mutex().unlock() };
-        lock
-    }
-}
-
-#[cfg(feature = "arc_lock")]
-impl<R: RawMutexFair, T: ?Sized> ArcMutexGuard<R, T> {
-    /// [`into_arc`](Self::into_arc) with a fair unlock.
-    #[inline]
-    #[track_caller]
-    pub fn into_arc_fair(s: Self) -> Arc<Mutex<R, T>> {
-        let (lock, mut track) = ArcMutexGuard::take(s);
-        track.release(&lock.dep, here());
-        // SAFETY: the guard held the mutex.
-        unsafe { lock.raw_mutex().unlock_fair() };
-        lock
     }
 }
 

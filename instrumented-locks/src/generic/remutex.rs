@@ -11,7 +11,6 @@
 //! takes and releases levels through its methods (`lock` then `mem::forget` of lock_api's
 //! guard, `force_unlock`), which compile to the raw calls.
 
-use std::marker::PhantomData;
 use std::mem::{forget, ManuallyDrop};
 #[cfg(feature = "arc_lock")]
 use std::sync::Arc;
@@ -19,7 +18,9 @@ use std::sync::Arc;
 use lock_api::{GetThreadId, GuardNoSend, RawMutex, RawMutexFair, RawMutexTimed};
 use lockdep::{LockMap, Mode};
 
-use super::{acquisitions, here, lock_surface, mapped_guard, projections, timed, tried, Tracked};
+use super::{
+    acquisitions, guard_core, here, lock_surface, mapped_guard, projections, timed, tried, Tracked,
+};
 use crate::dep::{Dep, DepRef, Held, Track};
 
 /// The lock_api re-entrant mutex this type wraps.
@@ -192,12 +193,6 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         ArcReentrantMutexGuard::new(Arc::clone(self), Track::NONE)
     }
 
-    /// Whether any thread holds the mutex (a snapshot).
-    #[inline]
-    pub fn is_locked(&self) -> bool {
-        self.inner.is_locked()
-    }
-
     /// Whether the calling thread holds the mutex (lock_api's own owner record).
     #[inline]
     pub fn is_owned_by_current_thread(&self) -> bool {
@@ -216,18 +211,6 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         // SAFETY: the caller's contract is `release_level`'s; lock_api's `force_unlock`
         // releases one level (the caller owns one).
         unsafe { self.release_level(Track::NONE, here(), |m| m.force_unlock()) }
-    }
-
-    /// The raw mutex under the re-entrancy count. Locking or unlocking it is not seen by
-    /// lockdep.
-    ///
-    /// # Safety
-    ///
-    /// As `lock_api::ReentrantMutex::raw`.
-    #[inline]
-    pub unsafe fn raw(&self) -> &R {
-        // SAFETY: the caller takes over lock_api's contract.
-        unsafe { self.inner.raw() }
     }
 }
 
@@ -264,15 +247,30 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     }
 }
 
-/// Holds a level of a [`ReentrantMutex`]; never `Send` (the mutex belongs to the thread
-/// that took it, as in lock_api). Only the outermost guard of a thread is on lockdep's held
-/// stack.
-#[must_use = "if unused the ReentrantMutex will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct ReentrantMutexGuard<'a, R: RawMutex, G: GetThreadId, T: ?Sized> {
-    lock: &'a ReentrantMutex<R, G, T>,
-    track: Track,
-    marker: PhantomData<(&'a T, GuardNoSend)>,
+guard_core! {
+    ReentrantMutex<R, G, T>:
+        impl[R: RawMutex, G: GetThreadId, T: ?Sized] fair[R: RawMutexFair, G: GetThreadId, T: ?Sized];
+    /// Holds a level of a [`ReentrantMutex`]; never `Send` (the mutex belongs to the thread
+    /// that took it, as in lock_api). Only the outermost guard of a thread is on lockdep's
+    /// held stack.
+    #[must_use = "if unused the ReentrantMutex will immediately unlock"]
+    plain ReentrantMutexGuard, remutex, marker (&'a T, GuardNoSend);
+    /// A [`ReentrantMutexGuard`] through an `Arc` ([`ReentrantMutex::lock_arc`]).
+    #[must_use = "if unused the ReentrantMutex will immediately unlock"]
+    arc ArcReentrantMutexGuard, marker GuardNoSend;
+    // SAFETY: the guard held a level, and is gone; lock_api's `force_unlock` releases one.
+    release: |lock, track, site| unsafe { lock.release_level(track, site, |m| m.force_unlock()) };
+    // SAFETY: as for `release`, with the fair unlock.
+    release_fair: |lock, track, site| unsafe {
+        lock.release_level(track, site, |m| m.force_unlock_fair())
+    };
+    relock: |lock| forget(lock.inner.lock());
+    bump: |lock| {
+        // SAFETY: the guard owns a level; lock_api's guard made for it is bumped and
+        // forgotten, so the level stays this guard's.
+        let mut level = ManuallyDrop::new(unsafe { lock.inner.make_guard_unchecked() });
+        lock_api::ReentrantMutexGuard::bump(&mut level);
+    };
 }
 
 // SAFETY: sharing `&Guard` shares only `&T`, `&R` and `&G` (as lock_api's guard).
@@ -281,133 +279,9 @@ unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Sync> Sync
 {
 }
 
-/// A [`ReentrantMutexGuard`] through an `Arc` ([`ReentrantMutex::lock_arc`]).
-#[cfg(feature = "arc_lock")]
-#[must_use = "if unused the ReentrantMutex will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct ArcReentrantMutexGuard<R: RawMutex, G: GetThreadId, T: ?Sized> {
-    lock: Arc<ReentrantMutex<R, G, T>>,
-    track: Track,
-    marker: PhantomData<GuardNoSend>,
-}
-
-/// What the plain and `Arc` guards share.
-macro_rules! guard_common {
-    ($Guard:ident [$($lt:lifetime)?] $Lock:ty) => {
-        impl<$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized> $Guard<$($lt,)? R, G, T> {
-            #[inline]
-            fn new(lock: $Lock, track: Track) -> Self {
-                $Guard {
-                    lock,
-                    track,
-                    marker: PhantomData,
-                }
-            }
-
-            /// The lock pointer and the track, with the guard gone but the level still held.
-            #[inline]
-            fn take(s: Self) -> ($Lock, Track) {
-                let s = ManuallyDrop::new(s);
-                // SAFETY: `s` is never dropped, so its lock pointer moves out exactly once.
-                (unsafe { std::ptr::read(&s.lock) }, s.track)
-            }
-
-            /// Releases this guard's level, runs `f`, and takes the level again (validated
-            /// before it can block if this guard is the outermost one).
-            #[inline]
-            #[track_caller]
-            pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
-                let lock = &*s.lock;
-                super::unlocked(
-                    &mut s.track,
-                    &lock.dep,
-                    here(),
-                    // SAFETY: the guard owns a level; `unlocked` takes it again before the
-                    // guard can be used or dropped.
-                    || unsafe { lock.inner.force_unlock() },
-                    || forget(lock.inner.lock()),
-                    f,
-                )
-            }
-        }
-
-        impl<$($lt,)? R: RawMutexFair, G: GetThreadId, T: ?Sized> $Guard<$($lt,)? R, G, T> {
-            /// Releases the level with a fair hand-off (if it is the last one).
-            #[inline]
-            #[track_caller]
-            pub fn unlock_fair(s: Self) {
-                let (lock, track) = $Guard::take(s);
-                // SAFETY: the guard owned a level.
-                unsafe { lock.release_level(track, here(), |m| m.force_unlock_fair()) };
-            }
-
-            /// [`unlocked`](Self::unlocked) with a fair unlock.
-            #[inline]
-            #[track_caller]
-            pub fn unlocked_fair<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
-                let lock = &*s.lock;
-                super::unlocked(
-                    &mut s.track,
-                    &lock.dep,
-                    here(),
-                    // SAFETY: as in `unlocked`.
-                    || unsafe { lock.inner.force_unlock_fair() },
-                    || forget(lock.inner.lock()),
-                    f,
-                )
-            }
-
-            /// Lets a waiting thread take the mutex if this is the thread's only level, and
-            /// takes it again. Lockdep sees a release and a re-lock of an outermost guard.
-            #[inline]
-            #[track_caller]
-            pub fn bump(s: &mut Self) {
-                s.track.relock(&s.lock.dep, here());
-                // SAFETY: the guard owns a level; lock_api's guard made for it is bumped and
-                // forgotten, so the level stays this guard's.
-                let mut level = ManuallyDrop::new(unsafe { s.lock.inner.make_guard_unchecked() });
-                lock_api::ReentrantMutexGuard::bump(&mut level);
-            }
-        }
-
-        impl<$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized> Drop for $Guard<$($lt,)? R, G, T> {
-            #[inline]
-            fn drop(&mut self) {
-                let track = std::mem::replace(&mut self.track, Track::NONE);
-                // SAFETY: the guard owns a level and is being dropped.
-                unsafe {
-                    self.lock
-                        .release_level(track, crate::dep::drop_site(), |m| m.force_unlock())
-                }
-            }
-        }
-
-        impl<$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized> Tracked for $Guard<$($lt,)? R, G, T> {
-            fn track_mut(&mut self) -> &mut Track {
-                &mut self.track
-            }
-        }
-
-        super::guard_impls! {
-            impl[$($lt,)? R: RawMutex, G: GetThreadId, T: ?Sized] $Guard<$($lt,)? R, G, T>;
-            data: |s| s.lock.data_ptr();
-            map: |s| s.lock.dep.map();
-        }
-    };
-}
-
-guard_common!(ReentrantMutexGuard ['a] &'a ReentrantMutex<R, G, T>);
-#[cfg(feature = "arc_lock")]
-guard_common!(ArcReentrantMutexGuard [] Arc<ReentrantMutex<R, G, T>>);
 super::guard_stable!(impl['a, R: RawMutex, G: GetThreadId, T: ?Sized] ReentrantMutexGuard<'a, R, G, T>;);
 
 impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutexGuard<'a, R, G, T> {
-    /// The mutex this guard holds a level of.
-    #[inline]
-    pub fn remutex(s: &Self) -> &'a ReentrantMutex<R, G, T> {
-        s.lock
-    }
-
     /// Splits the guard for a projection into the mutex, lockdep's release and lock_api's.
     #[inline]
     #[allow(clippy::type_complexity)]
@@ -436,38 +310,6 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutexGuard<'a, R, G, T
     }
 
     projections!(MappedReentrantMutexGuard<R, G>, ReentrantMutexGuard, [], try_map_or_err);
-}
-
-#[cfg(feature = "arc_lock")]
-impl<R: RawMutex, G: GetThreadId, T: ?Sized> ArcReentrantMutexGuard<R, G, T> {
-    /// The `Arc` of the mutex this guard holds a level of.
-    #[inline]
-    pub fn remutex(s: &Self) -> &Arc<ReentrantMutex<R, G, T>> {
-        &s.lock
-    }
-
-    /// Releases the level and returns the `Arc` the guard held.
-    #[inline]
-    #[track_caller]
-    pub fn into_arc(s: Self) -> Arc<ReentrantMutex<R, G, T>> {
-        let (lock, track) = ArcReentrantMutexGuard::take(s);
-        // SAFETY: the guard owned a level.
-        unsafe { lock.release_level(track, here(), |m| m.force_unlock()) };
-        lock
-    }
-}
-
-#[cfg(feature = "arc_lock")]
-impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> ArcReentrantMutexGuard<R, G, T> {
-    /// [`into_arc`](Self::into_arc) with a fair unlock.
-    #[inline]
-    #[track_caller]
-    pub fn into_arc_fair(s: Self) -> Arc<ReentrantMutex<R, G, T>> {
-        let (lock, track) = ArcReentrantMutexGuard::take(s);
-        // SAFETY: the guard owned a level.
-        unsafe { lock.release_level(track, here(), |m| m.force_unlock_fair()) };
-        lock
-    }
 }
 
 mapped_guard! {

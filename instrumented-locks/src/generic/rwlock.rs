@@ -5,13 +5,13 @@ use lock_api::{
     RawRwLock, RawRwLockFair, RawRwLockRecursive, RawRwLockRecursiveTimed, RawRwLockTimed,
     RawRwLockUpgrade, RawRwLockUpgradeTimed,
 };
-use lockdep::{LockMap, Mode};
+use lockdep::Mode;
 
-use super::{acquisitions, here, lock_surface, timed, tried, Tracked};
+use super::{acquisitions, lock_surface};
 #[cfg(feature = "arc_lock")]
 use super::{ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard};
 use super::{RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
-use crate::dep::{Dep, Track, UPGRADABLE};
+use crate::dep::{Dep, UPGRADABLE};
 use crate::HeldGuard;
 
 /// A reader-writer lock over the raw lock `R`, with the API of `lock_api::RwLock<R, T>`,
@@ -77,36 +77,7 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
         unsafe { self.inner.raw() }
     }
 
-    #[inline]
-    #[track_caller]
-    fn blocking_track(
-        &self,
-        mode: Mode,
-        subclass: u8,
-        nest: Option<&LockMap>,
-        lock: impl FnOnce(&R),
-    ) -> Track {
-        let track = self.dep.acquire(mode, subclass, nest, here());
-        lock(self.raw_rwlock());
-        track
-    }
-
-    #[inline]
-    #[track_caller]
-    fn tried_guard<G: Tracked>(
-        &self,
-        mode: Mode,
-        try_lock: impl FnOnce(&R) -> bool,
-        make: impl FnOnce(Track) -> G,
-    ) -> Option<G> {
-        tried(try_lock(self.raw_rwlock()), &self.dep, mode, here(), make)
-    }
-
-    #[inline]
-    #[track_caller]
-    fn timed_track(&self, mode: Mode, try_lock: impl FnOnce(&R) -> bool) -> Option<Track> {
-        timed(&self.dep, mode, here(), || try_lock(self.raw_rwlock()))
-    }
+    super::raw_helpers!(raw_rwlock);
 
     acquisitions! {
         /// Shared access that may queue behind a waiting writer (lockdep `Read`), validated
@@ -208,55 +179,19 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
         ArcRwLockWriteGuard::new(std::sync::Arc::clone(self), self.dep.adopt(Mode::Exclusive))
     }
 
-    /// Whether any thread holds the lock in any mode (a snapshot).
-    #[inline]
-    pub fn is_locked(&self) -> bool {
-        self.inner.is_locked()
-    }
-
     /// Whether a writer holds the lock (a snapshot).
     #[inline]
     pub fn is_locked_exclusive(&self) -> bool {
         self.inner.is_locked_exclusive()
     }
 
-    /// Releases a shared holding without a guard (after `mem::forget` of one), and this
-    /// thread's held-lock entry of the lock, if it has one.
-    ///
-    /// # Safety
-    ///
-    /// The lock must be held shared, by a forgotten guard (or on the caller's behalf).
-    #[inline]
-    #[track_caller]
-    pub unsafe fn force_unlock_read(&self) {
-        self.dep.force_release(here());
-        // SAFETY: the caller guarantees a shared holding that no live guard owns.
-        unsafe { self.inner.force_unlock_read() }
-    }
-
-    /// Releases an exclusive holding without a guard; see
-    /// [`force_unlock_read`](Self::force_unlock_read).
-    ///
-    /// # Safety
-    ///
-    /// The lock must be held exclusively, by a forgotten guard (or on the caller's behalf).
-    #[inline]
-    #[track_caller]
-    pub unsafe fn force_unlock_write(&self) {
-        self.dep.force_release(here());
-        // SAFETY: the caller guarantees an exclusive holding that no live guard owns.
-        unsafe { self.inner.force_unlock_write() }
-    }
-
-    /// The raw lock. Locking or unlocking through it is not seen by lockdep.
-    ///
-    /// # Safety
-    ///
-    /// As `lock_api::RwLock::raw`: unlocking it while a guard exists is undefined behaviour.
-    #[inline]
-    pub unsafe fn raw(&self) -> &R {
-        // SAFETY: the caller takes over lock_api's contract.
-        unsafe { self.inner.raw() }
+    super::force_unlocks! {
+        /// Releases a shared holding without a guard (after `mem::forget` of one), and this
+        /// thread's held-lock entry of the lock, if it has one.
+        force_unlock_read;
+        /// Releases an exclusive holding without a guard; see
+        /// [`force_unlock_read`](Self::force_unlock_read).
+        force_unlock_write;
     }
 
     /// Reports unless the calling thread holds the lock as a writer
@@ -275,30 +210,11 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
 }
 
 impl<R: RawRwLockFair, T: ?Sized> RwLock<R, T> {
-    /// [`force_unlock_read`](Self::force_unlock_read) with a fair unlock.
-    ///
-    /// # Safety
-    ///
-    /// As for `force_unlock_read`.
-    #[inline]
-    #[track_caller]
-    pub unsafe fn force_unlock_read_fair(&self) {
-        self.dep.force_release(here());
-        // SAFETY: as in `force_unlock_read`.
-        unsafe { self.inner.force_unlock_read_fair() }
-    }
-
-    /// [`force_unlock_write`](Self::force_unlock_write) with a fair unlock.
-    ///
-    /// # Safety
-    ///
-    /// As for `force_unlock_write`.
-    #[inline]
-    #[track_caller]
-    pub unsafe fn force_unlock_write_fair(&self) {
-        self.dep.force_release(here());
-        // SAFETY: as in `force_unlock_write`.
-        unsafe { self.inner.force_unlock_write_fair() }
+    super::force_unlocks! {
+        /// [`force_unlock_read`](Self::force_unlock_read) with a fair unlock.
+        force_unlock_read_fair;
+        /// [`force_unlock_write`](Self::force_unlock_write) with a fair unlock.
+        force_unlock_write_fair;
     }
 }
 

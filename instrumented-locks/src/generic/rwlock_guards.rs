@@ -5,45 +5,82 @@
 //! crate's `send_guard` feature is on, and is two words (the lock and its track) except the
 //! mapped ones (lock_api's mapped guard, the lock map, the track).
 
-use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
-#[cfg(feature = "arc_lock")]
-use std::sync::Arc;
-
 use lock_api::{
     RawRwLock, RawRwLockDowngrade, RawRwLockFair, RawRwLockUpgrade, RawRwLockUpgradeDowngrade,
     RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
 };
 use lockdep::Mode;
 
-use super::{here, mapped_guard, projections, Defer, RwLock, Tracked};
-use crate::dep::{DepRef, GuardMarker, Held, Track, UPGRADABLE};
+use super::{guard_core, here, mapped_guard, projections, Defer, RwLock};
+use crate::dep::{DepRef, GuardMarker, Held, UPGRADABLE};
 
-/// Shared access to an [`RwLock`] (from `read`, `read_recursive`, a downgrade, ...).
-#[must_use = "if unused the RwLock will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct RwLockReadGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a RwLock<R, T>,
-    track: Track,
-    marker: PhantomData<(&'a T, GuardMarker, R::GuardMarker)>,
+guard_core! {
+    RwLock<R, T>: impl[R: RawRwLock, T: ?Sized] fair[R: RawRwLockFair, T: ?Sized];
+    /// Shared access to an [`RwLock`] (from `read`, `read_recursive`, a downgrade, ...).
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    plain RwLockReadGuard, rwlock, marker (&'a T, GuardMarker, R::GuardMarker);
+    /// A read guard through an `Arc` ([`RwLock::read_arc`]): no lifetime.
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    arc ArcRwLockReadGuard, marker (GuardMarker, R::GuardMarker);
+    release: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: the guard held the lock shared, and is gone.
+        unsafe { lock.raw_rwlock().unlock_shared() }
+    };
+    release_fair: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: as for `release`.
+        unsafe { lock.raw_rwlock().unlock_shared_fair() }
+    };
+    relock: |lock| lock.raw_rwlock().lock_shared();
+    // SAFETY: the guard holds the lock shared; the raw bump returns with it held again.
+    bump: |lock| unsafe { lock.raw_rwlock().bump_shared() };
 }
 
-/// Exclusive access to an [`RwLock`].
-#[must_use = "if unused the RwLock will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct RwLockWriteGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a RwLock<R, T>,
-    track: Track,
-    marker: PhantomData<(&'a mut T, GuardMarker, R::GuardMarker)>,
+guard_core! {
+    RwLock<R, T>: impl[R: RawRwLock, T: ?Sized] fair[R: RawRwLockFair, T: ?Sized];
+    /// Exclusive access to an [`RwLock`].
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    plain RwLockWriteGuard, rwlock, marker (&'a mut T, GuardMarker, R::GuardMarker);
+    /// A write guard through an `Arc` ([`RwLock::write_arc`]): no lifetime.
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    arc ArcRwLockWriteGuard, marker (GuardMarker, R::GuardMarker);
+    release: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: the guard held the lock exclusively, and is gone.
+        unsafe { lock.raw_rwlock().unlock_exclusive() }
+    };
+    release_fair: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: as for `release`.
+        unsafe { lock.raw_rwlock().unlock_exclusive_fair() }
+    };
+    relock: |lock| lock.raw_rwlock().lock_exclusive();
+    // SAFETY: the guard holds the lock exclusively; the bump returns with it held again.
+    bump: |lock| unsafe { lock.raw_rwlock().bump_exclusive() };
 }
 
-/// Upgradable shared access to an [`RwLock`] (lockdep `Read`; see [`RwLock`]).
-#[must_use = "if unused the RwLock will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct RwLockUpgradableReadGuard<'a, R: RawRwLockUpgrade, T: ?Sized> {
-    lock: &'a RwLock<R, T>,
-    track: Track,
-    marker: PhantomData<(&'a T, GuardMarker, R::GuardMarker)>,
+guard_core! {
+    RwLock<R, T>: impl[R: RawRwLockUpgrade, T: ?Sized] fair[R: RawRwLockUpgradeFair, T: ?Sized];
+    /// Upgradable shared access to an [`RwLock`] (lockdep `Upgradable`; see [`RwLock`]).
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    plain RwLockUpgradableReadGuard, rwlock, marker (&'a T, GuardMarker, R::GuardMarker);
+    /// An upgradable read guard through an `Arc` ([`RwLock::upgradable_read_arc`]).
+    #[must_use = "if unused the RwLock will immediately unlock"]
+    arc ArcRwLockUpgradableReadGuard, marker (GuardMarker, R::GuardMarker);
+    release: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: the guard held the lock upgradable, and is gone.
+        unsafe { lock.raw_rwlock().unlock_upgradable() }
+    };
+    release_fair: |lock, track, site| {
+        track.release(&lock.dep, site);
+        // SAFETY: as for `release`.
+        unsafe { lock.raw_rwlock().unlock_upgradable_fair() }
+    };
+    relock: |lock| lock.raw_rwlock().lock_upgradable();
+    // SAFETY: the guard holds the lock upgradable; the bump returns with it held again.
+    bump: |lock| unsafe { lock.raw_rwlock().bump_upgradable() };
 }
 
 // SAFETY: sharing `&Guard` shares only `&T` and `&R` (as lock_api's guards).
@@ -52,160 +89,6 @@ unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for RwLockReadGuard<'_, 
 unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, R, T> {}
 // SAFETY: as above; lock_api asks only `T: Sync` of an upgradable guard.
 unsafe impl<R: RawRwLockUpgrade, T: ?Sized + Sync> Sync for RwLockUpgradableReadGuard<'_, R, T> {}
-
-/// A read guard through an `Arc` ([`RwLock::read_arc`]): no lifetime.
-#[cfg(feature = "arc_lock")]
-#[must_use = "if unused the RwLock will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct ArcRwLockReadGuard<R: RawRwLock, T: ?Sized> {
-    lock: Arc<RwLock<R, T>>,
-    track: Track,
-    marker: PhantomData<(GuardMarker, R::GuardMarker)>,
-}
-
-/// A write guard through an `Arc` ([`RwLock::write_arc`]): no lifetime.
-#[cfg(feature = "arc_lock")]
-#[must_use = "if unused the RwLock will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct ArcRwLockWriteGuard<R: RawRwLock, T: ?Sized> {
-    lock: Arc<RwLock<R, T>>,
-    track: Track,
-    marker: PhantomData<(GuardMarker, R::GuardMarker)>,
-}
-
-/// An upgradable read guard through an `Arc` ([`RwLock::upgradable_read_arc`]).
-#[cfg(feature = "arc_lock")]
-#[must_use = "if unused the RwLock will immediately unlock"]
-#[clippy::has_significant_drop]
-pub struct ArcRwLockUpgradableReadGuard<R: RawRwLockUpgrade, T: ?Sized> {
-    lock: Arc<RwLock<R, T>>,
-    track: Track,
-    marker: PhantomData<(GuardMarker, R::GuardMarker)>,
-}
-
-/// What every plain and `Arc` guard of one mode shares: construction, drop, `unlocked`, and
-/// (under `$Fair`) the fair unlocks and `bump`. `$unlock`, `$unlock_fair`, `$relock` and
-/// `$bump` are the raw lock's calls for the mode.
-macro_rules! rw_guard {
-    (
-        $Guard:ident [$($lt:lifetime)?] $Lock:ty; $Raw:ident, $Fair:ident;
-        $unlock:ident, $unlock_fair:ident, $relock:ident, $bump:ident
-    ) => {
-        impl<$($lt,)? R: $Raw, T: ?Sized> $Guard<$($lt,)? R, T> {
-            #[inline]
-            pub(super) fn new(lock: $Lock, track: Track) -> Self {
-                $Guard {
-                    lock,
-                    track,
-                    marker: PhantomData,
-                }
-            }
-
-            /// The lock pointer and the track, with the guard gone but the lock still held.
-            #[inline]
-            fn take(s: Self) -> ($Lock, Track) {
-                let s = ManuallyDrop::new(s);
-                // SAFETY: `s` is never dropped, so its lock pointer moves out exactly once.
-                (unsafe { std::ptr::read(&s.lock) }, s.track)
-            }
-
-            /// Unlocks, runs `f`, and locks again in the same mode (lock_api's `unlocked`);
-            /// the re-lock is validated before it can block, with the locks held then.
-            #[inline]
-            #[track_caller]
-            pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
-                let lock = &*s.lock;
-                super::unlocked(
-                    &mut s.track,
-                    &lock.dep,
-                    here(),
-                    // SAFETY: the guard holds the lock in this mode; `unlocked` re-locks it
-                    // before the guard can be used or dropped.
-                    || unsafe { lock.raw_rwlock().$unlock() },
-                    || lock.raw_rwlock().$relock(),
-                    f,
-                )
-            }
-        }
-
-        impl<$($lt,)? R: $Fair, T: ?Sized> $Guard<$($lt,)? R, T> {
-            /// Unlocks with a fair hand-off to waiting threads.
-            #[inline]
-            #[track_caller]
-            pub fn unlock_fair(s: Self) {
-                let (lock, mut track) = $Guard::take(s);
-                track.release(&lock.dep, here());
-                // SAFETY: the guard held the lock in this mode.
-                unsafe { lock.raw_rwlock().$unlock_fair() };
-            }
-
-            /// [`unlocked`](Self::unlocked) with a fair unlock.
-            #[inline]
-            #[track_caller]
-            pub fn unlocked_fair<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
-                let lock = &*s.lock;
-                super::unlocked(
-                    &mut s.track,
-                    &lock.dep,
-                    here(),
-                    // SAFETY: as in `unlocked`.
-                    || unsafe { lock.raw_rwlock().$unlock_fair() },
-                    || lock.raw_rwlock().$relock(),
-                    f,
-                )
-            }
-
-            /// Lets waiting threads take the lock, if there are any, and takes it again in the
-            /// same mode. Lockdep sees a release and a re-lock, validated before it can block.
-            #[inline]
-            #[track_caller]
-            pub fn bump(s: &mut Self) {
-                s.track.relock(&s.lock.dep, here());
-                // SAFETY: the guard holds the lock in this mode; the raw bump returns with it
-                // held again.
-                unsafe { s.lock.raw_rwlock().$bump() }
-            }
-        }
-
-        impl<$($lt,)? R: $Raw, T: ?Sized> Drop for $Guard<$($lt,)? R, T> {
-            #[inline]
-            fn drop(&mut self) {
-                // Lockdep first, then the real unlock.
-                self.track.release_on_drop(&self.lock.dep);
-                // SAFETY: the guard holds the lock in this mode.
-                unsafe { self.lock.raw_rwlock().$unlock() }
-            }
-        }
-
-        impl<$($lt,)? R: $Raw, T: ?Sized> Tracked for $Guard<$($lt,)? R, T> {
-            fn track_mut(&mut self) -> &mut Track {
-                &mut self.track
-            }
-        }
-
-        super::guard_impls! {
-            impl[$($lt,)? R: $Raw, T: ?Sized] $Guard<$($lt,)? R, T>;
-            data: |s| s.lock.data_ptr();
-            map: |s| s.lock.dep.map();
-        }
-    };
-}
-
-rw_guard!(RwLockReadGuard ['a] &'a RwLock<R, T>; RawRwLock, RawRwLockFair;
-    unlock_shared, unlock_shared_fair, lock_shared, bump_shared);
-rw_guard!(RwLockWriteGuard ['a] &'a RwLock<R, T>; RawRwLock, RawRwLockFair;
-    unlock_exclusive, unlock_exclusive_fair, lock_exclusive, bump_exclusive);
-rw_guard!(RwLockUpgradableReadGuard ['a] &'a RwLock<R, T>; RawRwLockUpgrade, RawRwLockUpgradeFair;
-    unlock_upgradable, unlock_upgradable_fair, lock_upgradable, bump_upgradable);
-#[cfg(feature = "arc_lock")]
-rw_guard!(ArcRwLockReadGuard [] Arc<RwLock<R, T>>; RawRwLock, RawRwLockFair;
-    unlock_shared, unlock_shared_fair, lock_shared, bump_shared);
-#[cfg(feature = "arc_lock")]
-rw_guard!(ArcRwLockWriteGuard [] Arc<RwLock<R, T>>; RawRwLock, RawRwLockFair;
-    unlock_exclusive, unlock_exclusive_fair, lock_exclusive, bump_exclusive);
-#[cfg(feature = "arc_lock")]
-rw_guard!(ArcRwLockUpgradableReadGuard [] Arc<RwLock<R, T>>; RawRwLockUpgrade, RawRwLockUpgradeFair;
-    unlock_upgradable, unlock_upgradable_fair, lock_upgradable, bump_upgradable);
 
 super::guard_mut! {
     impl['a, R: RawRwLock, T: ?Sized] RwLockWriteGuard<'a, R, T>;
@@ -220,21 +103,10 @@ super::guard_stable!(impl['a, R: RawRwLock, T: ?Sized] RwLockReadGuard<'a, R, T>
 super::guard_stable!(impl['a, R: RawRwLock, T: ?Sized] RwLockWriteGuard<'a, R, T>;);
 super::guard_stable!(impl['a, R: RawRwLockUpgrade, T: ?Sized] RwLockUpgradableReadGuard<'a, R, T>;);
 
-/// A plain guard's `rwlock()` and, for read and write guards, their projections onto a
-/// mapped guard `$Mapped` (through lock_api's guard `$Api`, made by `$make`).
+/// A plain read or write guard's projections onto a mapped guard `$Mapped` (through
+/// lock_api's guard `$Api`, made by `$make`).
 macro_rules! plain_guard {
-    ($Guard:ident: $Raw:ident) => {
-        impl<'a, R: $Raw, T: ?Sized> $Guard<'a, R, T> {
-            /// The lock this guard holds.
-            #[inline]
-            pub fn rwlock(s: &Self) -> &'a RwLock<R, T> {
-                s.lock
-            }
-        }
-    };
     ($Guard:ident: $Raw:ident => $Mapped:ident, $Api:ident, $make:ident, [$($mut:tt)?], $or_err:ident) => {
-        plain_guard!($Guard: $Raw);
-
         impl<'a, R: $Raw, T: ?Sized> $Guard<'a, R, T> {
             /// Splits the guard for a projection into the lock, lockdep's release (a
             /// [`Held`]) and the raw release (a lock_api guard).
@@ -263,53 +135,6 @@ plain_guard!(RwLockReadGuard: RawRwLock
     => MappedRwLockReadGuard, RwLockReadGuard, make_read_guard_unchecked, [], try_map_or_err);
 plain_guard!(RwLockWriteGuard: RawRwLock
     => MappedRwLockWriteGuard, RwLockWriteGuard, make_write_guard_unchecked, [mut], try_map_or_err);
-plain_guard!(RwLockUpgradableReadGuard: RawRwLockUpgrade);
-
-/// An `Arc` guard's `rwlock()`, `into_arc` and `into_arc_fair`.
-#[cfg(feature = "arc_lock")]
-macro_rules! arc_guard {
-    ($Guard:ident: $Raw:ident, $Fair:ident; $unlock:ident, $unlock_fair:ident) => {
-        impl<R: $Raw, T: ?Sized> $Guard<R, T> {
-            /// The `Arc` of the lock this guard holds.
-            #[inline]
-            pub fn rwlock(s: &Self) -> &Arc<RwLock<R, T>> {
-                &s.lock
-            }
-
-            /// Unlocks and returns the `Arc` the guard held.
-            #[inline]
-            #[track_caller]
-            pub fn into_arc(s: Self) -> Arc<RwLock<R, T>> {
-                let (lock, mut track) = $Guard::take(s);
-                track.release(&lock.dep, here());
-                // SAFETY: the guard held the lock in this mode.
-                unsafe { lock.raw_rwlock().$unlock() };
-                lock
-            }
-        }
-
-        impl<R: $Fair, T: ?Sized> $Guard<R, T> {
-            /// [`into_arc`](Self::into_arc) with a fair unlock.
-            #[inline]
-            #[track_caller]
-            pub fn into_arc_fair(s: Self) -> Arc<RwLock<R, T>> {
-                let (lock, mut track) = $Guard::take(s);
-                track.release(&lock.dep, here());
-                // SAFETY: the guard held the lock in this mode.
-                unsafe { lock.raw_rwlock().$unlock_fair() };
-                lock
-            }
-        }
-    };
-}
-
-#[cfg(feature = "arc_lock")]
-arc_guard!(ArcRwLockReadGuard: RawRwLock, RawRwLockFair; unlock_shared, unlock_shared_fair);
-#[cfg(feature = "arc_lock")]
-arc_guard!(ArcRwLockWriteGuard: RawRwLock, RawRwLockFair; unlock_exclusive, unlock_exclusive_fair);
-#[cfg(feature = "arc_lock")]
-arc_guard!(ArcRwLockUpgradableReadGuard: RawRwLockUpgrade, RawRwLockUpgradeFair;
-    unlock_upgradable, unlock_upgradable_fair);
 
 /// A write guard's downgrades, to the read guard `$Read` and the upgradable guard `$Upg` of
 /// the same flavour (plain or `Arc`). The raw downgrade happens first; the new guard then

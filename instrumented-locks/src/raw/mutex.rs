@@ -104,15 +104,7 @@ unsafe impl lock_api::RawMutex for RawMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        deadlock_release(self.key());
-        // Release: publishes our critical section to the next locker's Acquire.
-        if self
-            .state
-            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
-            self.unlock_slow(false);
-        }
+        self.release(false);
     }
 
     #[inline]
@@ -127,15 +119,7 @@ unsafe impl lock_api::RawMutex for RawMutex {
 unsafe impl lock_api::RawMutexFair for RawMutex {
     #[inline]
     unsafe fn unlock_fair(&self) {
-        deadlock_release(self.key());
-        // Release: as in `unlock`.
-        if self
-            .state
-            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
-            self.unlock_slow(true);
-        }
+        self.release(true);
     }
 
     #[inline]
@@ -155,24 +139,12 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
 
     #[inline]
     fn try_lock_for(&self, timeout: Duration) -> bool {
-        // Acquire/Relaxed: as in `lock`.
-        let locked = self
-            .state
-            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-            || self.lock_slow(deadline_after(timeout));
-        self.deadlock_acquired(locked)
+        self.lock_until(deadline_after(timeout))
     }
 
     #[inline]
     fn try_lock_until(&self, timeout: Instant) -> bool {
-        // Acquire/Relaxed: as in `lock`.
-        let locked = self
-            .state
-            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-            || self.lock_slow(Some(timeout));
-        self.deadlock_acquired(locked)
+        self.lock_until(Some(timeout))
     }
 }
 
@@ -181,6 +153,33 @@ impl RawMutex {
     #[inline]
     fn key(&self) -> usize {
         self as *const RawMutex as usize
+    }
+
+    /// The timed locks: the fast path, else the slow path with `deadline` (`None`: none).
+    #[inline]
+    fn lock_until(&self, deadline: Option<Instant>) -> bool {
+        // Acquire/Relaxed: as in `lock`.
+        let locked = self
+            .state
+            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            || self.lock_slow(deadline);
+        self.deadlock_acquired(locked)
+    }
+
+    /// `unlock` (`fair`: `unlock_fair`): the fast path `LOCKED -> 0`, else the slow path.
+    /// The caller owns the mutex.
+    #[inline]
+    fn release(&self, fair: bool) {
+        deadlock_release(self.key());
+        // Release: publishes our critical section to the next locker's Acquire.
+        if self
+            .state
+            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            self.unlock_slow(fair);
+        }
     }
 
     /// `locked`, after telling the deadlock detector of the acquisition if it succeeded.

@@ -81,6 +81,40 @@ impl RawRwLock {
         deadlock_release(key + 1);
     }
 
+    /// A bump of an exclusive or upgradable holding: if anyone is parked, `unlock` (fair) and
+    /// `lock` again.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock in the mode `unlock` releases and `lock` takes.
+    #[inline]
+    unsafe fn bump_with(&self, unlock: unsafe fn(&Self), lock: fn(&Self)) {
+        // Relaxed: a hint; a stale answer only skips or adds one hand-off.
+        if self.state.load(Ordering::Relaxed) & PARKED != 0 {
+            // SAFETY: the caller holds the lock in `unlock`'s mode.
+            unsafe { unlock(self) };
+            lock(self);
+        }
+    }
+
+    /// `unlock_exclusive` (`fair`: `unlock_exclusive_fair`). The caller holds the lock
+    /// exclusively.
+    #[inline]
+    fn release_exclusive(&self, fair: bool) {
+        self.deadlock_releasing();
+        // Release: publishes the critical section. No reader is inside; the CAS fails when
+        // `PARKED` is set, or when the last reader's wake-up of our phase 2 has not cleared
+        // `WRITER_PARKED` yet (we left phase 2 on seeing zero readers before it ran): the slow
+        // path handles both.
+        if self
+            .state
+            .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            wake_queue(&self.state, WRITER, 0, fair);
+        }
+    }
+
     /// One attempt at a shared lock: the common uncontended case, inlined.
     #[inline]
     fn try_shared_fast(&self, want: Want) -> bool {
@@ -244,18 +278,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        self.deadlock_releasing();
-        // Release: publishes the critical section. No reader is inside; the CAS fails when
-        // `PARKED` is set, or when the last reader's wake-up of our phase 2 has not cleared
-        // `WRITER_PARKED` yet (we left phase 2 on seeing zero readers before it ran): the slow
-        // path handles both.
-        if self
-            .state
-            .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
-            wake_queue(&self.state, WRITER, 0, false);
-        }
+        self.release_exclusive(false);
     }
 
     #[inline]
@@ -286,15 +309,7 @@ unsafe impl lock_api::RawRwLockFair for RawRwLock {
 
     #[inline]
     unsafe fn unlock_exclusive_fair(&self) {
-        self.deadlock_releasing();
-        // Release: as in `unlock_exclusive`.
-        if self
-            .state
-            .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
-            wake_queue(&self.state, WRITER, 0, true);
-        }
+        self.release_exclusive(true);
     }
 
     #[inline]
@@ -311,11 +326,12 @@ unsafe impl lock_api::RawRwLockFair for RawRwLock {
 
     #[inline]
     unsafe fn bump_exclusive(&self) {
-        // Relaxed: a hint.
-        if self.state.load(Ordering::Relaxed) & PARKED != 0 {
-            // SAFETY: our caller holds the exclusive lock.
-            unsafe { lock_api::RawRwLockFair::unlock_exclusive_fair(self) };
-            lock_api::RawRwLock::lock_exclusive(self);
+        // SAFETY: our caller holds the exclusive lock, which the pair releases and re-takes.
+        unsafe {
+            self.bump_with(
+                lock_api::RawRwLockFair::unlock_exclusive_fair,
+                lock_api::RawRwLock::lock_exclusive,
+            )
         }
     }
 }
@@ -469,11 +485,12 @@ unsafe impl lock_api::RawRwLockUpgradeFair for RawRwLock {
 
     #[inline]
     unsafe fn bump_upgradable(&self) {
-        // Relaxed: a hint.
-        if self.state.load(Ordering::Relaxed) & PARKED != 0 {
-            // SAFETY: our caller holds the upgradable lock.
-            unsafe { lock_api::RawRwLockUpgradeFair::unlock_upgradable_fair(self) };
-            lock_api::RawRwLockUpgrade::lock_upgradable(self);
+        // SAFETY: our caller holds the upgradable lock, which the pair releases and re-takes.
+        unsafe {
+            self.bump_with(
+                lock_api::RawRwLockUpgradeFair::unlock_upgradable_fair,
+                lock_api::RawRwLockUpgrade::lock_upgradable,
+            )
         }
     }
 }

@@ -93,6 +93,6 @@ impl Default for Condvar {
 
 impl std::fmt::Debug for Condvar {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Condvar { .. }")
+        std::fmt::Debug::fmt(&self.inner, f)
     }
 }

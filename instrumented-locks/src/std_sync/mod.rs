@@ -173,37 +173,10 @@ macro_rules! poisoned_lock {
                 self.poison.clear();
             }
 
-            /// Reports unless the calling thread holds the lock (`lockdep_assert_held()`).
-            #[track_caller]
-            pub fn assert_held(&self) {
-                self.inner.assert_held();
-            }
-
-            /// Reports if the calling thread holds the lock (`lockdep_assert_not_held()`).
-            #[track_caller]
-            pub fn assert_not_held(&self) {
-                self.inner.assert_not_held();
-            }
-
-            /// The lockdep map (`None` without the `validate` feature).
-            pub fn lock_map(&self) -> Option<&lockdep::LockMap> {
-                self.inner.lock_map()
-            }
+            crate::generic::validator_queries!(|s| s.inner.dep());
         }
 
-        impl<T: Default> Default for $Lock<T> {
-            #[track_caller]
-            fn default() -> Self {
-                $Lock::new(T::default())
-            }
-        }
-
-        impl<T> From<T> for $Lock<T> {
-            #[track_caller]
-            fn from(val: T) -> Self {
-                $Lock::new(val)
-            }
-        }
+        crate::generic::default_from!(impl[] $Lock<T>);
 
         impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for $Lock<T> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

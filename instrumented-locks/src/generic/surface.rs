@@ -1,0 +1,230 @@
+//! The surface every lock kind shares (constructors, accessors, assertions, `Default`,
+//! `From`, `Debug`, serde), written once as a macro.
+
+/// The surface every lock shares: the constructors that choose a class, `into_inner`,
+/// `get_mut`, `data_ptr`, the validator's assertions, `Default`, `From`, `Debug` and the
+/// serde impls. `$Lock<$P..., T>` wraps `lock_api::$Lock<$P..., T>` in a field `inner`,
+/// next to a [`Dep`] in a field `dep`; `$kind` names the kind in reports; `$lock` is the
+/// method that takes the lock to serialize it.
+macro_rules! lock_surface {
+    ($Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident) => {
+        impl<$($P: $Bound),+, T> $Lock<$($P),+, T> {
+            /// A new unlocked lock. Its lock class is the caller's source location and
+            /// the type `T`; reports call it by that (`Kind<T>@file:line`) unless it is
+            /// [named](Self::named). `const`, as parking_lot's: the class is found at the
+            /// first acquisition.
+            #[inline]
+            #[track_caller]
+            pub const fn new(val: T) -> Self {
+                Self::from_dep($crate::dep::Dep::of_type::<T>($kind), val)
+            }
+
+
+            /// A new unlocked lock of the caller's construction-site class (with `T`), named
+            /// `name` in reports. `const`.
+            #[inline]
+            #[track_caller]
+            pub const fn named(val: T, name: &'static str) -> Self {
+                Self::from_dep($crate::dep::Dep::named_of_type::<T>($kind, name), val)
+            }
+
+            /// A new unlocked lock whose class is the static `key` (the kernel's
+            /// `lockdep_set_class()`): every lock made with one key is one class, wherever
+            /// it is constructed. `const`.
+            #[inline]
+            pub const fn with_class(
+                val: T,
+                key: &'static lockdep::LockClassKey,
+                name: &'static str,
+            ) -> Self {
+                Self::from_dep($crate::dep::Dep::with_class(key, name), val)
+            }
+
+            /// A new unlocked lock whose class is the dynamic `key`. A key that is not
+            /// registered (or is dropped while the lock is still used) is reported by
+            /// lockdep, never a crash.
+            #[inline]
+            #[track_caller]
+            pub fn with_dynamic_key(
+                val: T,
+                key: &lockdep::DynamicKey,
+                name: &'static str,
+            ) -> Self {
+                Self::from_dep($crate::dep::Dep::with_dynamic_key(key, name), val)
+            }
+
+            /// The lock with the lock map `dep` around lock_api's lock of `val`.
+            #[inline]
+            const fn from_dep(dep: $crate::dep::Dep, val: T) -> Self {
+                $Lock {
+                    dep,
+                    inner: lock_api::$Lock::new(val),
+                }
+            }
+
+            /// Consumes the lock and returns the data.
+            #[inline]
+            pub fn into_inner(self) -> T {
+                self.inner.into_inner()
+            }
+        }
+
+        impl<$($P: $Bound),+, T: ?Sized> $Lock<$($P),+, T> {
+            /// A mutable reference to the data; no locking (`&mut self` is exclusive).
+            #[inline]
+            pub fn get_mut(&mut self) -> &mut T {
+                self.inner.get_mut()
+            }
+
+            /// Whether any thread holds the lock in any mode (a snapshot).
+            #[inline]
+            pub fn is_locked(&self) -> bool {
+                self.inner.is_locked()
+            }
+
+            /// The raw lock (lock_api's `raw`). Locking or unlocking through it is not seen
+            /// by lockdep.
+            ///
+            /// # Safety
+            ///
+            /// As lock_api's `raw`: unlocking it while a guard exists is undefined behaviour.
+            #[inline]
+            pub unsafe fn raw(&self) -> &R {
+                // SAFETY: the caller takes over lock_api's contract.
+                unsafe { self.inner.raw() }
+            }
+
+            /// A raw pointer to the data; using it is up to the caller, as in lock_api.
+            #[inline]
+            pub fn data_ptr(&self) -> *mut T {
+                self.inner.data_ptr()
+            }
+
+            $crate::generic::validator_queries!(|s| s.dep);
+
+            /// The lock's lockdep side, for the std-flavoured wrappers.
+            #[inline]
+            #[allow(dead_code)] // not every kind has a std-flavoured wrapper
+            pub(crate) fn dep(&self) -> &$crate::dep::Dep {
+                &self.dep
+            }
+        }
+
+        $crate::generic::default_from!(impl[$($P: $Bound,)+] $Lock<$($P),+, T>);
+
+        impl<$($P: $Bound),+, T: ?Sized + std::fmt::Debug> std::fmt::Debug for $Lock<$($P),+, T> {
+            /// lock_api's format: the data if a raw try-lock succeeds (not a lockdep
+            /// acquisition: it cannot block), `<locked>` otherwise.
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.inner.fmt(f)
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl<$($P: $Bound),+, T: ?Sized + serde::Serialize> serde::Serialize for $Lock<$($P),+, T> {
+            /// Serializes the data under the lock (a validated acquisition).
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.$lock().serialize(serializer)
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl<'de, $($P: $Bound),+, T: serde::Deserialize<'de>> serde::Deserialize<'de>
+            for $Lock<$($P),+, T>
+        {
+            /// A new lock of the deserialized data; its class is this impl's site and `T`.
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                // A closure, not `$Lock::new` as a function value: through a function pointer
+                // `#[track_caller]` would see `Result::map` as the caller.
+                #[allow(clippy::redundant_closure)]
+                T::deserialize(deserializer).map(|val| $Lock::new(val))
+            }
+        }
+    };
+}
+pub(crate) use lock_surface;
+
+/// `Default` and `From<T>` through `Self::new`, `#[track_caller]` so that the class is the
+/// caller's site. `impl[..]` lists the generic parameters other than `T`, each with a
+/// trailing comma.
+macro_rules! default_from {
+    (impl[$($g:tt)*] $Ty:ty) => {
+        impl<$($g)* T: Default> Default for $Ty {
+            /// A new lock of `T::default()`, whose class is the caller's location.
+            #[inline]
+            #[track_caller]
+            fn default() -> Self {
+                Self::new(T::default())
+            }
+        }
+
+        impl<$($g)* T> From<T> for $Ty {
+            /// A new lock of `val`, whose class is the caller's location.
+            #[inline]
+            #[track_caller]
+            fn from(val: T) -> Self {
+                Self::new(val)
+            }
+        }
+    };
+}
+pub(crate) use default_from;
+
+/// The validator's queries on a lock whose [`Dep`](crate::dep) is `|$s| $dep`:
+/// `assert_held`, `assert_not_held`, `is_held_by_current_thread`, `lock_map`.
+macro_rules! validator_queries {
+    (|$s:ident| $dep:expr) => {
+        /// Reports (through lockdep's policy) unless the calling thread holds this lock in
+        /// some mode (the kernel's `lockdep_assert_held()`). Does nothing while validation is
+        /// off.
+        #[track_caller]
+        pub fn assert_held(&self) {
+            let $s = self;
+            $dep.assert_held();
+        }
+
+        /// Reports if the calling thread holds this lock (`lockdep_assert_not_held()`).
+        #[track_caller]
+        pub fn assert_not_held(&self) {
+            let $s = self;
+            $dep.assert_not_held();
+        }
+
+        /// Whether lockdep has this lock on the calling thread's held-lock stack (false
+        /// without validation).
+        pub fn is_held_by_current_thread(&self) -> bool {
+            let $s = self;
+            $dep.is_held()
+        }
+
+        /// The lock's lockdep map, for lockdep's own annotations (`lockdep::pin`,
+        /// `might_lock`, ...); `None` without the `validate` feature.
+        #[inline]
+        pub fn lock_map(&self) -> Option<&lockdep::LockMap> {
+            let $s = self;
+            $dep.map()
+        }
+    };
+}
+pub(crate) use validator_queries;
+
+/// `force_unlock*` methods: release this thread's held-lock entry of the lock (the entry a
+/// forgotten guard left), if it has one, then lock_api's method of the same name.
+macro_rules! force_unlocks {
+    ($($(#[$m:meta])* $name:ident;)*) => {$(
+        $(#[$m])*
+        ///
+        /// # Safety
+        ///
+        /// As lock_api's method of the same name: the lock must be held in that mode, by a
+        /// forgotten guard (or on the caller's behalf), and no live guard may own the holding.
+        #[inline]
+        #[track_caller]
+        pub unsafe fn $name(&self) {
+            self.dep.force_release($crate::generic::here());
+            // SAFETY: the caller takes over lock_api's contract.
+            unsafe { self.inner.$name() }
+        }
+    )*};
+}
+pub(crate) use force_unlocks;
