@@ -3,7 +3,7 @@
 //!
 //! This is the detector of `parking_lot_core` (which the raw locks of this crate park on),
 //! with parking_lot's API: every raw lock reports its acquisitions and releases to it, and
-//! [`check_deadlock`] looks for cycles among the *parked* threads and the locks they hold
+//! `check_deadlock` looks for cycles among the *parked* threads and the locks they hold
 //! and wait for. Call it from a watchdog thread, every few seconds:
 //!
 //! ```no_run

@@ -53,7 +53,7 @@
 //! | feature | default | what it does |
 //! |---|---|---|
 //! | `validate` | yes | feed lockdep. Without it every type is the plain lock_api type over [`raw`]'s locks: same size, same code (a test asserts the sizes) |
-//! | `arc_lock` | no | the `Arc` guards (`lock_arc`, `read_arc`, ..., [`ArcMutexGuard`] ...), parking_lot's `arc_lock` |
+//! | `arc_lock` | no | the `Arc` guards (`lock_arc`, `read_arc`, ..., `ArcMutexGuard` ...), parking_lot's `arc_lock` |
 //! | `send_guard` | no | guards become `Send` (parking_lot's `send_guard`); see [Threads](#threads) |
 //! | `serde` | no | `Serialize`/`Deserialize` for the locks |
 //! | `owning_ref` | no | `owning_ref::StableAddress` for the guards |
@@ -89,10 +89,12 @@
 //!   re-lock, upgrade, `unlocked` re-lock, `bump`) is validated *before* it can block, so
 //!   relocking a held mutex is reported instead of hanging silently.
 //! - **Modes.** `write`/`lock` are exclusive, `read` is a non-recursive reader,
-//!   `read_recursive` a recursive reader, `upgradable_read` a non-recursive reader (see
-//!   [`generic::RwLock`] for why), so recursive readers give no false positives.
+//!   `read_recursive` a recursive reader, `upgradable_read` an upgradable reader (see
+//!   [`generic::RwLock`]), so recursive and upgradable readers give no false positives.
 //! - **try_lock** follows lockdep: a successful try-lock is held but nothing depends on it.
-//! - **Nesting** two locks of one class is lockdep's rule; annotate with
+//! - **Same-class nesting** of two instances is fine in any fixed order (lockdep's default
+//!   instance-order mode: two instances taken in both orders, by any threads, are a cycle);
+//!   under `lockdep::set_nesting(Nesting::Strict)` it needs an annotation,
 //!   `lock_nested(subclass)` or `lock_nest_lock(&outer_guard)`, as in the kernel.
 //! - **Condvar waits** release the mutex and validate the re-lock with the locks held then.
 //! - **Misuse.** A lock freed while held, a thread exiting with locks held, an unregistered

@@ -18,13 +18,11 @@
 //!
 //! Each lock is a [`lockdep::LockMap`] next to the lock_api type (`lock_api::Mutex<R, T>`, ...),
 //! which owns the raw lock, the data cell and, for the re-entrant mutex, the owner and count.
-//! Plain and `Arc` guards are a pointer to the lock plus one word ([`Track`]: held or not,
+//! Plain and `Arc` guards are a pointer to the lock plus one word (the track: held or not,
 //! mode, subclass, nest lock), so a guard is two words and is returned in registers. Mapped
 //! guards are lock_api's mapped guard plus the map's address and the word. Without the
 //! `validate` feature the map and the word are zero-sized: every type has the size and the
 //! code of its lock_api counterpart.
-//!
-//! [`Track`]: crate::dep
 
 mod acquire;
 mod guard;

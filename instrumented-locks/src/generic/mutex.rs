@@ -27,7 +27,7 @@ use crate::HeldGuard;
 /// - **Unlocking without a guard** (`force_unlock*` after `mem::forget`) releases the entry
 ///   the forgotten guard left; `make_guard_unchecked` takes it over.
 ///
-/// Size: `lock_api::Mutex<R, T>` plus a [`LockMap`] with the `validate` feature, exactly
+/// Size: `lock_api::Mutex<R, T>` plus a [`LockMap`](lockdep::LockMap) with the `validate` feature, exactly
 /// `lock_api::Mutex<R, T>` without it. `Send`/`Sync` like `lock_api::Mutex<R, T>`.
 pub struct Mutex<R, T: ?Sized> {
     dep: Dep,

@@ -24,19 +24,18 @@ use crate::HeldGuard;
 /// | `write`, `try_write*` | `Exclusive` | a writer |
 /// | `read`, `try_read*` | `Read` | readers queue behind a *waiting* writer (parking_lot's writer preference) |
 /// | `read_recursive`, `try_read_recursive*` | `RecursiveRead` | blocks only behind a *holding* writer |
-/// | `upgradable_read`, `try_upgradable_read*` | `Read` | shared with readers, but can block behind a waiting writer or another upgradable holder |
-/// | `upgrade`, `try_upgrade_for/until`, `with_upgraded` | release, then a blocking `Exclusive` | waits for every reader to leave |
+/// | `upgradable_read`, `try_upgradable_read*` | `Upgradable` | shared with readers, exclusive with writers and other upgradable reads |
+/// | `upgrade`, `try_upgrade_for/until`, `with_upgraded` | `lockdep::upgrade`: a blocking `Exclusive` acquisition under the other held locks | waits for every other reader to leave |
 /// | `try_upgrade` (success) | mode changed in place to `Exclusive` | cannot wait |
 /// | `downgrade*` | mode changed in place (the kernel's `lock_downgrade()`) | cannot wait |
 ///
-/// Upgradable as `Read` gives the right verdicts: two upgradable reads of one lock in one
-/// thread, or an upgradable read ordered against a write, are reported; an upgradable read
-/// ordered against a `read_recursive` is not (they never block each other). A blocking
-/// upgrade moves the lock to the top of the held stack (it is validated there); a
-/// downgrade keeps its place. Two `read()`s of one lock in one thread are reported (a writer
+/// Two upgradable reads of one lock in one thread, or an upgradable read ordered against a
+/// write, are reported; an upgradable read ordered against a `read_recursive` is not (they
+/// never block each other). A blocking upgrade moves the lock to the top of the held stack
+/// (it is validated there); a downgrade keeps its place. Two `read()`s of one lock in one thread are reported (a writer
 /// queued between them deadlocks the thread); `read()` then `read_recursive()` is not.
 ///
-/// Size: `lock_api::RwLock<R, T>` plus a [`LockMap`] with `validate`, exactly
+/// Size: `lock_api::RwLock<R, T>` plus a [`LockMap`](lockdep::LockMap) with `validate`, exactly
 /// `lock_api::RwLock<R, T>` without it.
 pub struct RwLock<R, T: ?Sized> {
     pub(super) dep: Dep,
@@ -285,7 +284,7 @@ impl<R: RawRwLockRecursiveTimed, T: ?Sized> RwLock<R, T> {
 
 impl<R: RawRwLockUpgrade, T: ?Sized> RwLock<R, T> {
     acquisitions! {
-        /// Upgradable shared access (lockdep `Read`, see the type's docs), validated before
+        /// Upgradable shared access (lockdep `Upgradable`, see the type's docs), validated before
         /// it can block.
         blocking plain upgradable_read() -> RwLockUpgradableReadGuard<'_, R, T>
             = UPGRADABLE, |r| r.lock_upgradable();

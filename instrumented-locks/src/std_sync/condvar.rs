@@ -14,6 +14,7 @@ pub struct Condvar {
 impl Condvar {
     /// A new condition variable (`const`); its class, for lockdep's condvar tracking, is the
     /// caller's location.
+    #[inline]
     #[track_caller]
     pub const fn new() -> Condvar {
         Condvar {
@@ -22,6 +23,7 @@ impl Condvar {
     }
 
     /// Releases the mutex, waits for a notification (or a spurious wake-up), re-locks.
+    #[inline]
     #[track_caller]
     pub fn wait<'a, T: ?Sized>(
         &self,
@@ -32,6 +34,7 @@ impl Condvar {
     }
 
     /// Waits while `condition` returns true.
+    #[inline]
     #[track_caller]
     pub fn wait_while<'a, T: ?Sized, F>(
         &self,
@@ -46,6 +49,7 @@ impl Condvar {
     }
 
     /// Waits for at most `dur`.
+    #[inline]
     #[track_caller]
     pub fn wait_timeout<'a, T: ?Sized>(
         &self,
@@ -57,6 +61,7 @@ impl Condvar {
     }
 
     /// Waits while `condition` returns true, for at most `dur` in total.
+    #[inline]
     #[track_caller]
     pub fn wait_timeout_while<'a, T: ?Sized, F>(
         &self,
@@ -72,12 +77,14 @@ impl Condvar {
     }
 
     /// Wakes one waiter.
+    #[inline]
     #[track_caller]
     pub fn notify_one(&self) {
         self.inner.notify_one();
     }
 
     /// Wakes every waiter.
+    #[inline]
     #[track_caller]
     pub fn notify_all(&self) {
         self.inner.notify_all();

@@ -10,7 +10,7 @@
 //!
 //! Each lock is the crate's validated lock plus a poison flag; the flag's rules (set by a
 //! guard dropped in a panic that began after it was made; reported with every result) are
-//! written once here ([`Flag`], [`Poison`]) for both locks and the condvar. `new` is `const`,
+//! written once here (a private `Flag` and `Poison`) for both locks and the condvar. `new` is `const`,
 //! as std's. [`WaitTimeoutResult`] is this crate's (the same `timed_out()`).
 
 use std::sync::atomic::{AtomicBool, Ordering};

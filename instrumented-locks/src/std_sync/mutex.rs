@@ -13,6 +13,7 @@ poisoned_lock!(Mutex, Mutex, "Mutex");
 impl<T: ?Sized> Mutex<T> {
     /// Locks (validated before blocking); `Err` if a holder panicked. The guard inside the
     /// error holds the lock and is tracked like any other.
+    #[inline]
     #[track_caller]
     pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
         let inner = self.inner.lock();
@@ -23,6 +24,7 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     /// Tries to lock without blocking (`WouldBlock`, or `Poisoned` with a guard).
+    #[inline]
     #[track_caller]
     pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
         let guard = self.inner.try_lock().map(|inner| MutexGuard {

@@ -13,6 +13,7 @@ poisoned_lock!(RwLock, RwLock, "RwLock");
 
 impl<T: ?Sized> RwLock<T> {
     /// Shared access (validated as `Read` before blocking); `Err` if poisoned.
+    #[inline]
     #[track_caller]
     pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
         let inner = self.inner.read();
@@ -20,6 +21,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     /// Exclusive access (validated before blocking); `Err` if poisoned.
+    #[inline]
     #[track_caller]
     pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
         let inner = self.inner.write();
@@ -30,6 +32,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     /// Non-blocking [`read`](Self::read).
+    #[inline]
     #[track_caller]
     pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
         let guard = self.inner.try_read().map(|inner| RwLockReadGuard { inner });
@@ -37,6 +40,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     /// Non-blocking [`write`](Self::write).
+    #[inline]
     #[track_caller]
     pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
         let guard = self.inner.try_write().map(|inner| RwLockWriteGuard {
