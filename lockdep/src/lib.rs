@@ -302,9 +302,12 @@ pub use mode::{DepKind, Mode};
 pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
-    print_summary, set_policy, summary, test_scope, AssertKind, Capacity, CircularDependency,
-    Dependency, EnteredScope, Handler, KeyMisuse, LockDesc, LockInstance, Policy, Report,
-    ReportKind, SameClass, ScopeHandle, Summary, TestScope, ThreadDesc,
+    load_suppressions, print_summary, set_policy, stale_suppressions, summary, suppress,
+    suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, Dependency,
+    EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, Policy, Report,
+    ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
+    SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TestScope, ThreadDesc,
+    SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
