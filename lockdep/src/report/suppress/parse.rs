@@ -267,6 +267,29 @@ circular: a ->
         }
     }
 
+    /// The sample of the crate docs ("Suppressions").
+    #[test]
+    fn the_documented_sample_parses() {
+        let sample = "\
+# accounts and the ledger: ledger -> accounts runs only in the start-up audit, before any
+# worker thread exists (the reason is this comment block, or a comment after the line).
+circular: accounts -> ledger
+nesting: Mutex<Node>@src/tree.rs:12 at src/tree.rs:40   # parent before child
+circular: @src/pool.rs:20 at src/pool.rs:57 -> registry
+any: \"fn() -> u8\" -> stats
+";
+        let lines = parse(sample);
+        assert_eq!(lines.len(), 4);
+        for l in &lines {
+            let s = l.parsed.as_ref().expect(l.text);
+            assert_eq!(s.to_string(), l.text.split(" #").next().unwrap().trim_end());
+        }
+        assert_eq!(
+            lines[1].parsed.as_ref().unwrap().reason.as_deref(),
+            Some("parent before child")
+        );
+    }
+
     #[test]
     fn malformed_quotes_and_sites_are_errors() {
         for bad in [
