@@ -85,7 +85,7 @@ impl LockClassKey {
     /// ```
     /// use lockdep::LockClassKey;
     /// static CACHE: LockClassKey =
-    ///     LockClassKey::new().suppress_recursive("re-entered only through try_lock, see cache.rs");
+    ///     LockClassKey::new().suppress_recursive("re-entered only by try_lock, see cache.rs");
     /// # let _ = &CACHE;
     /// ```
     pub const fn suppress_recursive(self, reason: &'static str) -> LockClassKey {
