@@ -4,6 +4,7 @@
 //! - [`rule`]: what a suppression names (lock classes by name, key or construction site,
 //!   optionally where they were acquired, and a report kind) and the rules that keep it
 //!   narrow; its text is the file syntax.
+//! - [`site`]: `file:line` as a suppression names it, and how it matches a recorded site.
 //! - [`parse`]: the file syntax, line by line, with the reason comments.
 //! - [`subject`]: what a report is about, and whether a suppression matches it.
 //! - [`registry`]: the declared suppressions and their hit counts.
@@ -19,6 +20,7 @@ mod load;
 mod parse;
 mod registry;
 mod rule;
+mod site;
 mod subject;
 
 use std::panic::Location;

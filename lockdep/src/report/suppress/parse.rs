@@ -12,7 +12,8 @@
 //! line's trailing comment, or else the comment lines directly above it. A bad line gives an
 //! error with its number and is skipped; the other lines still count.
 
-use super::rule::{ClassRef, Designator, SiteSpec, Suppression, ANY, SUPPRESSIBLE};
+use super::rule::{ClassRef, Designator, Suppression, ANY, SUPPRESSIBLE};
+use super::site::SiteSpec;
 
 /// One suppression line of a file: its number (from 1), its text, and the suppression or why
 /// it is not one.

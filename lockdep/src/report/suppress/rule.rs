@@ -3,8 +3,8 @@
 //! rules that keep it narrow ([`Suppression::check`]); and its text, which is the file syntax.
 
 use std::fmt;
-use std::panic::Location;
 
+use super::site::SiteSpec;
 use crate::class::{KeyRef, LockClassKey, StaticKey};
 use crate::report::types::ReportKind;
 
@@ -24,70 +24,12 @@ pub(crate) fn keyword(kind: ReportKind) -> Option<&'static str> {
     SUPPRESSIBLE.iter().find(|k| k.0 == kind).map(|k| k.1)
 }
 
-/// A source location as a suppression names it: `file:line` or `file:line:column`.
-///
-/// A location matches if its line (and column, if given) are equal and its file is `file` or
-/// ends with `/file` (or `\file`): `src/bank.rs` matches `app/src/bank.rs` as the compiler
-/// records it, and `tokio-1.54.1/src/x.rs` (as reports shorten registry paths) matches the
-/// full path under `~/.cargo/registry`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct SiteSpec {
-    pub(crate) file: String,
-    pub(crate) line: u32,
-    pub(crate) column: Option<u32>,
-}
-
-impl SiteSpec {
-    /// Parses `file:line` or `file:line:column` (from the right, so a file may contain `:`).
-    pub(crate) fn parse(text: &str) -> Result<SiteSpec, String> {
-        let bad = || format!("bad site `{text}`: expected file:line or file:line:column");
-        let number = |s: &str| s.parse::<u32>().ok().filter(|&n| n > 0);
-        let (rest, last) = text.rsplit_once(':').ok_or_else(bad)?;
-        let last = number(last).ok_or_else(bad)?;
-        let spec = match rest.rsplit_once(':') {
-            Some((file, line)) if number(line).is_some() && !file.is_empty() => SiteSpec {
-                file: file.to_owned(),
-                line: number(line).unwrap_or(0),
-                column: Some(last),
-            },
-            _ => SiteSpec {
-                file: rest.to_owned(),
-                line: last,
-                column: None,
-            },
-        };
-        spec.check().map_err(|_| bad())?;
-        Ok(spec)
-    }
-
-    fn check(&self) -> Result<(), SuppressionError> {
-        if self.file.trim().is_empty() || self.line == 0 || self.column == Some(0) {
-            return Err(SuppressionError::BadSite(self.to_string()));
-        }
+/// `Ok` for a site with a non-empty file and a line (and column) from 1.
+fn valid(s: &SiteSpec) -> Result<(), SuppressionError> {
+    if s.is_valid() {
         Ok(())
-    }
-
-    /// Whether `site` is this location (see the type's docs).
-    pub(crate) fn matches(&self, site: &Location<'_>) -> bool {
-        if site.line() != self.line || self.column.is_some_and(|c| c != site.column()) {
-            return false;
-        }
-        let file = site.file();
-        match file.strip_suffix(self.file.as_str()) {
-            Some("") => true,
-            Some(head) => head.ends_with('/') || head.ends_with('\\'),
-            None => false,
-        }
-    }
-}
-
-impl fmt::Display for SiteSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)?;
-        match self.column {
-            Some(c) => write!(f, ":{c}"),
-            None => Ok(()),
-        }
+    } else {
+        Err(SuppressionError::BadSite(s.to_string()))
     }
 }
 
@@ -294,11 +236,11 @@ impl Suppression {
                 Designator::Name(n) if n.trim().is_empty() => {
                     return Err(SuppressionError::EmptyName)
                 }
-                Designator::Constructed(s) => s.check()?,
+                Designator::Constructed(s) => valid(s)?,
                 _ => {}
             }
             if let Some(s) = &c.at {
-                s.check()?;
+                valid(s)?;
             }
         }
         let mut distinct: Vec<&Designator> = Vec::new();
@@ -396,44 +338,6 @@ impl std::error::Error for SuppressionError {}
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sites_match_by_path_suffix_at_a_separator() {
-        let here = Location::caller();
-        let s = |file: &str, column| SiteSpec {
-            file: file.to_owned(),
-            line: here.line(),
-            column,
-        };
-        assert!(s(here.file(), None).matches(here));
-        assert!(s("suppress/rule.rs", None).matches(here));
-        assert!(s("rule.rs", Some(here.column())).matches(here));
-        assert!(!s("ule.rs", None).matches(here), "not inside a file name");
-        assert!(!s("rule.rs", Some(here.column() + 1)).matches(here));
-        let other = SiteSpec {
-            line: here.line() + 1,
-            ..s("rule.rs", None)
-        };
-        assert!(!other.matches(here));
-    }
-
-    #[test]
-    fn sites_parse_from_the_right() {
-        let p = |t: &str| SiteSpec::parse(t).map(|s| (s.file, s.line, s.column));
-        assert_eq!(p("src/x.rs:12"), Ok(("src/x.rs".into(), 12, None)));
-        assert_eq!(p("src/x.rs:12:5"), Ok(("src/x.rs".into(), 12, Some(5))));
-        assert_eq!(p("C:\\a\\x.rs:3"), Ok(("C:\\a\\x.rs".into(), 3, None)));
-        for bad in [
-            "src/x.rs",
-            ":12",
-            "src/x.rs:0",
-            "src/x.rs:x",
-            "src/x.rs:12:0",
-            "",
-        ] {
-            assert!(p(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn narrow_rules() {
