@@ -38,11 +38,14 @@ pub(crate) enum Rank {
     Dedup,
     /// The reports recorded for test scopes (`report::scope`).
     Scopes,
+    /// The declared suppressions (`report::suppress`): taken under the graph lock when a
+    /// class of a marked static key is created; writes to standard error under it.
+    Suppressions,
     /// Writes to standard error (`report::output`).
     Output,
 }
 
-const RANKS: usize = 6;
+const RANKS: usize = 7;
 
 /// What a lock's module does around a fork. Each function runs on the forking thread (or, for
 /// `child`, on the child's only thread, which is its copy).

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::chain;
 use crate::graph_lock::graph_lock;
 use crate::mode::DepKind;
-use crate::report::{self, ReportKind};
+use crate::report::{self, ReportKind, SuppressionId};
 use crate::thread::with_state;
 use crate::validate;
 
@@ -45,6 +45,14 @@ pub struct Stats {
     /// Reports that report handlers' own lock operations made and that were not handed to the
     /// handler, because one delivery had already handed it its bound of them (not reset).
     pub reports_dropped: u64,
+    /// Reports that a declared suppression ([`suppress`](crate::suppress)) matched: made
+    /// (counted in [`reports`](Self::reports)) but not delivered, and counted neither as
+    /// distinct reports nor as repeats (not reset).
+    pub suppression_hits: u64,
+    /// The reports each declared suppression matched, in declaration order, zeros included
+    /// (a report two suppressions match counts for both; not reset). See
+    /// [`suppressions`](crate::suppressions) for what each one is.
+    pub hits_by_suppression: Vec<(SuppressionId, u64)>,
     /// Attempts to close a strong cycle, including ones not reported again because the
     /// cycle had been reported before (not reset).
     pub cycles_found: u64,
@@ -84,6 +92,8 @@ pub fn stats() -> Stats {
             .map(|k| (k.0, k.2))
             .collect(),
         reports_dropped: report::dropped(),
+        suppression_hits: summary.suppression_hits,
+        hits_by_suppression: report::suppression_hits_by_id(),
         cycles_found: validate::cycles_found(),
         hazptr_waits: hazptr::Domain::global().stats().synchronize_waits,
     }

@@ -62,6 +62,80 @@
 //!   operations are tracked and validated), allocate, log, call back into lockdep or panic. A
 //!   report its own lock operations make is printed at once and handed to it after it
 //!   returned, never from inside it; a panicking callback leaves the validator as it was.
+//! - **Suppressible, narrowly**: a report that a declared suppression matches is counted and
+//!   goes no further (see below).
+//!
+//! # Suppressions
+//!
+//! A suppression silences one proven-safe pattern without turning the validator off: reports
+//! about *exactly* the lock classes it names, optionally only of one kind and only where the
+//! classes were acquired at given sites. Prefer the annotations that let the validator check
+//! the claim instead (a subclass, a nest_lock, [`Nesting::InstanceOrder`], a class of its own
+//! per lock); suppress what only a proof outside the program makes safe, with that proof as
+//! its reason. (Suppression files are the sanitizers' idea, e.g. ThreadSanitizer's; these
+//! match reports by what they are about, never by a pattern.)
+//!
+//! **Declared** in code, [`suppress`]`(`[`Suppression`]`::pair("accounts", "ledger")
+//! .kind(ReportKind::CircularDependency).reason("…"))`, with classes named by a [`ClassRef`]:
+//! by class name exactly as reports print it ([`ClassRef::name`], or a `&str`), by static
+//! key ([`ClassRef::key`], or a `&'static LockClassKey`), by dynamic key
+//! (`ClassRef::from(&key)`, matched by the key's identity), or by construction site
+//! ([`ClassRef::constructed_at`]: every class of locks built on that line), each optionally
+//! [`acquired_at`](ClassRef::acquired_at) a site; on a static key itself, in its `static`
+//! ([`LockClassKey::suppress_nesting`], [`suppress_recursive`](LockClassKey::suppress_recursive),
+//! [`suppress_cycles`](LockClassKey::suppress_cycles), for reports about that key's classes
+//! only); or in a file, [`load_suppressions`]`(path)` or the one named by the environment
+//! variable [`SUPPRESSIONS_ENV`] (`LOCKDEP_SUPPRESSIONS=lockdep.supp`), read once, before the
+//! first report is checked:
+//!
+//! ```text
+//! # accounts and the ledger: ledger -> accounts runs only in the start-up audit, before any
+//! # worker thread exists (the reason is this comment block, or a comment after the line).
+//! circular: accounts -> ledger
+//! nesting: Mutex<Node>@src/tree.rs:12 at src/tree.rs:40   # parent before child
+//! circular: @src/pool.rs:20 at src/pool.rs:57 -> registry
+//! any: "fn() -> u8" -> stats
+//! ```
+//!
+//! One suppression a line, `<kind>: <class> [-> <class> ...]`, with `#` comments and blank
+//! lines. `<kind>` is `circular` ([`Report::CircularDependency`]), `recursive`
+//! ([`Report::RecursiveLocking`]), `nesting` ([`Report::MissingNestingAnnotation`]) or `any`
+//! (those three). A `<class>` is a class name as reports print it (`accounts`,
+//! `Mutex<u64>@src/bank.rs:12`, `tree/1` for subclass 1; in double quotes, with `\"` and
+//! `\\`, if it contains `->`, ` at `, `#` or a quote, or starts with `@`), or `@file:line`
+//! for the classes of locks constructed there, named or not, of any type (classes of keys
+//! have no construction site); ` at file:line[:column]` restricts it to where it was
+//! acquired. The file of a site matches a recorded path that equals it or ends with `/file`
+//! (`src/bank.rs`, or a registry crate's `tokio-1.54.1/src/x.rs` as reports show it). A `*`
+//! in a longer name is compared literally (`Mutex<*const u8>@…`); a name `*` is refused. A
+//! bad line is an error naming the file and the line number ([`SuppressionFileError`]; for
+//! the environment's file, printed once to standard error) and is skipped; the other lines
+//! count.
+//!
+//! **Matching** is by what the report is about, its *ends*: for a cycle, both classes of every
+//! dependency on it, each with the site where it was acquired; for recursive locking and a
+//! missing nesting annotation, the held lock and the one being acquired. A suppression
+//! matches when its kind (if any) is the report's, every end's class is one of its classes,
+//! and each of its classes is an end (at its site, if it names one). So `circular: a -> b`
+//! does not match a cycle `a -> b -> c`, and a suppression at one site does not hide the
+//! same classes nested at another. A cycle's classes are compared as a set (the arrows are
+//! for reading), as cycles are deduplicated by their set of classes.
+//!
+//! **Never broad**: there are no wildcards. A suppression names at least two classes, or one
+//! class and a kind ([`SuppressionError`] otherwise: no class, a `*`, one class without a
+//! kind, or a kind that is a misuse of the API or a limit, such as a bad unlock, which no
+//! proof makes safe). A pattern that matches "everything in this module" hides the next real
+//! deadlock there too.
+//!
+//! **Counted, and listed when stale**: a matched report is made ([`Stats::reports`]) and
+//! counted for every suppression it matches ([`Stats::hits_by_suppression`],
+//! [`suppressions`]), and not delivered: not printed, not handed to the callback, not a
+//! distinct report nor a repeat for deduplication (the summary says "12 reports matched a
+//! suppression"), not recorded by a [`test_scope`] and no panic with [`Policy::Panic`]. A
+//! suppression that matched nothing ([`stale_suppressions`]) is one whose code was fixed or
+//! whose classes were renamed; with [`SUPPRESSIONS_ENV`] set, they are listed at process exit
+//! (`lockdep: 1 suppression never matched: line 3 of lockdep.supp: circular: a -> b`).
+//! Suppressions are process-wide and stay for the life of the process, [`reset`] included.
 //!
 //! # The life of an acquisition
 //!
@@ -88,8 +162,8 @@
 //!    and the chain cached (marked if it nests a class in itself; the checked pairs go to the
 //!    thread's `pair_cache`).
 //! 5. **Report** (`report`): a problem is built into a [`Report`] (`report::build`) while the
-//!    graph lock is held, and delivered by the [`Policy`] (`report::policy`) after it is
-//!    released, before the entry is pushed.
+//!    graph lock is held, and delivered (`report::delivery`: suppressions, test scope,
+//!    deduplication, then the [`Policy`]) after it is released, before the entry is pushed.
 //!
 //! [`release`] is the reverse of step 2 (`thread::release`): the entry leaves the stack and
 //! the chain keys above it are recomputed. Freed lock memory and thread exit are checked in
@@ -302,9 +376,12 @@ pub use mode::{DepKind, Mode};
 pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
-    print_summary, set_policy, summary, test_scope, AssertKind, Capacity, CircularDependency,
-    Dependency, EnteredScope, Handler, KeyMisuse, LockDesc, LockInstance, Policy, Report,
-    ReportKind, SameClass, ScopeHandle, Summary, TestScope, ThreadDesc,
+    load_suppressions, print_summary, set_policy, stale_suppressions, summary, suppress,
+    suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, Dependency,
+    EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, Policy, Report,
+    ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
+    SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TestScope, ThreadDesc,
+    SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,

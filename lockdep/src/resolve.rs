@@ -68,6 +68,12 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
             let name = name::class_name(map.name(), map.is_named(), key);
             match g.graph.create(key, subclass, &name, nesting) {
                 Ok(id) => {
+                    if let KeyRef::Static(k) = key {
+                        if k.0.has_suppressions() {
+                            // Its marks are declared with its first class (a leaf lock).
+                            report::register_key_suppressions(k.0, &name);
+                        }
+                    }
                     // Room was made: a later exhaustion is a new episode.
                     g.classes_exhausted = false;
                     id

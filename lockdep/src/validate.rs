@@ -432,24 +432,15 @@ fn check_pair_add(
         .class(class)
         .and_then(|ci| search::strong_path(ci, held.instance, next.instance, kind));
     if let Some(path) = path {
-        // Relaxed: a statistic.
-        CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
-        // Every attempt is reported; the delivery prints each distinct cycle (this class and
-        // set of instances) once.
-        let mut r = build::instance_circular(&g.graph, st, held, next, kind, &path, trace.get());
-        if let Report::CircularDependency(c) = &mut r {
-            c.class_set = instance_signature(next.class, held.instance, &path);
-        }
-        reports.push(r);
+        let r = build::instance_circular(&g.graph, st, held, next, kind, &path, trace.get());
+        push_cycle(
+            reports,
+            r,
+            instance_signature(next.class, held.instance, &path),
+        );
         return false;
     }
-    let sites = EdgeSites {
-        prev: held.site,
-        next: next.site,
-        prev_lock: seen(held),
-        next_lock: seen(next),
-        trace: trace.get(),
-    };
+    let sites = edge_sites(held, next, trace);
     match g
         .graph
         .instances
@@ -513,26 +504,37 @@ fn check_prev_add(
     }
     if let Some(path) = search::strong_path(&g.graph, prev.class.index(), next.class.index(), kind)
     {
-        // Relaxed: a statistic.
-        CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
-        // Every attempt is reported: the delivery prints each distinct cycle (this set of
-        // classes) once, but panics for every attempt if asked to.
-        let mut r = build::circular(&g.graph, st, prev, next, kind, &path, trace.get());
-        if let Report::CircularDependency(c) = &mut r {
-            c.class_set = signature(prev.class, &path);
-        }
-        reports.push(r);
+        let r = build::circular(&g.graph, st, prev, next, kind, &path, trace.get());
+        push_cycle(reports, r, signature(prev.class, &path));
         return false;
     }
-    let sites = EdgeSites {
+    g.graph
+        .add(prev.class, next.class, kind, edge_sites(prev, next, trace));
+    true
+}
+
+/// Counts an attempt to close a cycle and queues its report, stamped with `signature` (what
+/// makes two cycle reports the same). Every attempt is reported: the delivery prints each
+/// distinct cycle once, but panics for every attempt if asked to.
+fn push_cycle(reports: &mut Vec<Report>, mut r: Report, signature: u64) {
+    // Relaxed: a statistic.
+    CYCLES_FOUND.fetch_add(1, Ordering::Relaxed);
+    if let Report::CircularDependency(c) = &mut r {
+        c.class_set = signature;
+    }
+    reports.push(r);
+}
+
+/// Where the two ends of the new dependency `prev -> next` were acquired, on which instances,
+/// and the stack if capture is on.
+fn edge_sites(prev: &HeldLock, next: &HeldLock, trace: &LazyTrace) -> EdgeSites {
+    EdgeSites {
         prev: prev.site,
         next: next.site,
         prev_lock: seen(prev),
         next_lock: seen(next),
         trace: trace.get(),
-    };
-    g.graph.add(prev.class, next.class, kind, sites);
-    true
+    }
 }
 
 /// Records dependencies *from* `map` (held exclusively, at `site`) *to* every lock this thread

@@ -17,4 +17,5 @@ mod static_key;
 pub(crate) use cached::ClassCache;
 pub use id::ClassId;
 pub(crate) use key::{KeyRef, StaticKey, TypeName};
+pub(crate) use static_key::KeyMark;
 pub use static_key::LockClassKey;

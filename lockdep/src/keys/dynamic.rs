@@ -11,7 +11,7 @@ use super::table::{self, bucket_index, KeyNode};
 use crate::class::KeyRef;
 use crate::graph_lock::graph_lock;
 use crate::nesting::Nesting;
-use crate::report::KeyMisuse;
+use crate::report::{ClassRef, KeyMisuse};
 use crate::thread;
 
 /// A lock class key created at run time (the kernel's dynamically allocated
@@ -44,6 +44,14 @@ impl std::fmt::Debug for DynamicKey {
             .field("name", &&*self.node().name)
             .field("serial", &self.node().serial)
             .finish()
+    }
+}
+
+/// Every class of this key (any subclass), for a [`Suppression`](crate::Suppression): it
+/// matches only while this key lives (a new key at the same address is another key).
+impl From<&DynamicKey> for ClassRef {
+    fn from(key: &DynamicKey) -> ClassRef {
+        ClassRef::from_key(key.key_ref())
     }
 }
 

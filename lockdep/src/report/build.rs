@@ -11,7 +11,7 @@ use super::types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
     Report, SameClass, ThreadDesc,
 };
-use crate::class::ClassId;
+use crate::class::{ClassId, KeyRef};
 use crate::graph::edges::{Edge, EdgeSites, Seen};
 use crate::graph::search::Step;
 use crate::graph::{Graph, Trace};
@@ -55,6 +55,7 @@ pub(crate) fn lock(g: &Graph, h: &HeldLock) -> LockDesc {
         mode: h.mode,
         trylock: h.trylock,
         site: h.site,
+        key: g.class(h.class).map(|c| c.key),
     }
 }
 
@@ -158,11 +159,14 @@ fn held_instance(h: &HeldLock) -> LockInstance {
     }
 }
 
-/// The dependency `from -> to` (class names) recorded in `edge` with `kind`; without its
-/// sites (a dependency zapped meanwhile) it shows `fallback` for both.
+/// A class's name and key, as the ends of a dependency show them.
+type End = (String, Option<KeyRef>);
+
+/// The dependency `from -> to` (class names and keys) recorded in `edge` with `kind`; without
+/// its sites (a dependency zapped meanwhile) it shows `fallback` for both.
 fn recorded(
-    from: String,
-    to: String,
+    (from, from_key): End,
+    (to, to_key): End,
     edge: Option<&Edge>,
     kind: Kind,
     fallback: &HeldLock,
@@ -195,14 +199,16 @@ fn recorded(
         to_site: next,
         from_instance: instance(prev_lock),
         to_instance: instance(next_lock),
+        from_key,
+        to_key,
         trace,
     }
 }
 
 /// The new dependency `prev -> next` (held locks of this thread), as `cycle[0]` of a report.
 fn new_dependency(
-    from: String,
-    to: String,
+    (from, from_key): End,
+    (to, to_key): End,
     prev: &HeldLock,
     next: &HeldLock,
     kind: Kind,
@@ -216,6 +222,8 @@ fn new_dependency(
         to_site: next.site,
         from_instance: held_instance(prev),
         to_instance: held_instance(next),
+        from_key,
+        to_key,
         trace,
     }
 }
@@ -232,9 +240,9 @@ pub(crate) fn circular(
     path: &[Step<u32>],
     trace: Option<Trace>,
 ) -> Report {
-    let name = |slot: u32| {
-        g.slot(slot)
-            .map_or_else(|| "<zapped>".to_owned(), |c| c.name.to_string())
+    let name = |slot: u32| match g.slot(slot) {
+        Some(c) => (c.name.to_string(), Some(c.key)),
+        None => ("<zapped>".to_owned(), None),
     };
     let mut cycle = vec![new_dependency(
         name(prev.class.index()),
@@ -270,7 +278,8 @@ pub(crate) fn instance_circular(
     path: &[Step<usize>],
     trace: Option<Trace>,
 ) -> Report {
-    let class = lock(g, next).class_name;
+    let desc = lock(g, next);
+    let class: End = (desc.class_name, desc.key);
     let pairs = g.instances.class(next.class.index());
     let mut cycle = vec![new_dependency(
         class.clone(),
@@ -317,6 +326,7 @@ pub(crate) fn bad_unlock(
             mode: Mode::Exclusive,
             trylock: false,
             site,
+            key: None,
         },
         held: held(g, st),
     }

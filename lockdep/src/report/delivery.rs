@@ -1,6 +1,8 @@
-//! Delivering reports: each one through the test scope ([`scope`](super::scope)),
-//! deduplication ([`dedup`](super::dedup)) and the policy ([`policy`](super::policy)), with no
-//! validator lock held, and never from inside another delivery on the same thread.
+//! Delivering reports: each one through the declared suppressions
+//! ([`suppress`](super::suppress); a matched report is only counted), the test scope
+//! ([`scope`](super::scope)), deduplication ([`dedup`](super::dedup)) and the policy
+//! ([`policy`](super::policy)), with no validator lock held, and never from inside another
+//! delivery on the same thread.
 //!
 //! **Re-entrancy.** A report handler is user code: it may lock (instrumented locks too),
 //! allocate, log, call back into lockdep or panic. A lock operation it makes is tracked and
@@ -26,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::policy::{self, Policy};
 use super::types::Report;
-use super::{dedup, output, scope, summary};
+use super::{dedup, output, scope, summary, suppress};
 use crate::limits::MAX_NESTED_REPORTS;
 
 /// Every report made since the process started, repeats included.
@@ -94,21 +96,26 @@ pub(crate) fn deliver_no_unwind(r: Report) {
     deliver_batch(vec![r], Unwind::Forbidden);
 }
 
-/// Records `r` in the test scope and decides whether it is delivered.
-fn classify(report: Report) -> Pending {
+/// Records `r` in the test scope and decides whether it is delivered; `None` if a declared
+/// suppression matched it (it was counted there and goes no further).
+fn classify(report: Report) -> Option<Pending> {
     // Relaxed: a statistic.
     MADE.fetch_add(1, Ordering::Relaxed);
+    if suppress::suppressed(&report) {
+        summary::print_at_exit();
+        return None;
+    }
     let in_scope = scope::record(&report);
     let deliver = dedup::should_deliver(&report);
     if !deliver {
         summary::print_at_exit();
     }
-    Pending {
+    Some(Pending {
         report,
         deliver,
         in_scope,
         printed: false,
-    }
+    })
 }
 
 /// Clears this thread's "delivering" mark when the outermost delivery ends, also by a panic.
@@ -137,15 +144,15 @@ fn deliver_batch(reports: Vec<Report>, unwind: Unwind) {
     // (thread exit), where no handler can be running above us.
     let outermost = DELIVERY.try_with(|d| !d.active.replace(true));
     if outermost == Ok(false) {
-        for r in reports {
-            queue(classify(r));
+        for p in reports.into_iter().filter_map(classify) {
+            queue(p);
         }
         return;
     }
     let active = Active(outermost.is_ok());
     let mut outcome = Outcome::default();
-    for r in reports {
-        act(classify(r), unwind, &mut outcome);
+    for p in reports.into_iter().filter_map(classify) {
+        act(p, unwind, &mut outcome);
     }
     let mut handed = 0;
     while let Some(p) = DELIVERY

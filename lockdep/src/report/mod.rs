@@ -1,8 +1,9 @@
 //! Reports: what they say ([`types`]), their kernel-style text ([`text`]), how they are built
 //! from the validator's state ([`build`]), and where they go: [`delivery`] takes each one
-//! through the test scope ([`scope`]), deduplication ([`dedup`], with capacity
-//! [`episode`]s rate limited) and the policy ([`policy`]), and writes to standard error with
-//! [`output`]; [`summary`] counts what deduplication suppressed.
+//! through the declared suppressions ([`suppress`]), the test scope ([`scope`]),
+//! deduplication ([`dedup`], with capacity [`episode`]s rate limited) and the policy
+//! ([`policy`]), and writes to standard error with [`output`]; [`summary`] counts what
+//! deduplication and suppressions kept back.
 //!
 //! A report is built while the validator holds what it reads and delivered after it has let
 //! go of everything, before the lock operation that caused it takes effect.
@@ -15,6 +16,7 @@ mod output;
 mod policy;
 mod scope;
 mod summary;
+mod suppress;
 mod text;
 mod types;
 
@@ -23,6 +25,14 @@ pub(crate) use delivery::{deliver, deliver_no_unwind, dropped, made};
 pub use policy::{set_policy, Handler, Policy};
 pub use scope::{test_scope, EnteredScope, ScopeHandle, TestScope};
 pub use summary::{print_summary, summary, Summary};
+pub(crate) use suppress::{
+    hits_by_id as suppression_hits_by_id, register_key as register_key_suppressions,
+};
+pub use suppress::{
+    load_suppressions, stale_suppressions, suppress, suppressions, ClassRef, LoadedSuppressions,
+    Suppression, SuppressionError, SuppressionFileError, SuppressionId, SuppressionInfo,
+    SuppressionOrigin, SUPPRESSIONS_ENV,
+};
 pub use types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
     Report, ReportKind, SameClass, ThreadDesc,

@@ -20,7 +20,8 @@ pub type Handler = Arc<dyn Fn(&Report) + Send + Sync + 'static>;
 /// Whatever the policy, each distinct report is printed or handed to the callback once and its
 /// repeats are counted ([`set_report_repeats`](crate::set_report_repeats) asks for every
 /// occurrence), and a thread in a [`test_scope`](crate::test_scope) panics at every report it
-/// makes.
+/// makes. A report that a declared suppression matches ([`suppress`](crate::suppress)) goes
+/// to no policy: it is only counted.
 #[derive(Clone, Default)]
 pub enum Policy {
     /// Print the report to the process's standard error and continue (the default). It is

@@ -1,11 +1,11 @@
 //! The summary of deduplicated reports: "3 distinct reports, 99,997 repeats suppressed", on
-//! request and, when repeats were suppressed, at process exit.
+//! request and, when repeats were suppressed or suppressions matched, at process exit.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::types::ReportKind;
-use super::{dedup, output};
+use super::{dedup, output, suppress};
 
 /// How many reports were delivered and how many repeats were not, from [`summary`].
 #[non_exhaustive]
@@ -20,6 +20,9 @@ pub struct Summary {
     /// The same two counts per kind, for the kinds with any, in [`ReportKind::ALL`] order:
     /// `(kind, distinct, repeats_suppressed)`.
     pub by_kind: Vec<(ReportKind, u64, u64)>,
+    /// Reports that a declared suppression ([`suppress`](crate::suppress)) matched: neither
+    /// delivered nor counted in `distinct` or `repeats_suppressed`.
+    pub suppression_hits: u64,
 }
 
 /// The counts since the process started (not reset by [`reset`](crate::reset)). Thread-safe,
@@ -33,12 +36,13 @@ pub fn summary() -> Summary {
         distinct: by_kind.iter().map(|k| k.1).sum(),
         repeats_suppressed: by_kind.iter().map(|k| k.2).sum(),
         by_kind,
+        suppression_hits: suppress::total_hits(),
     }
 }
 
 /// Writes `lockdep: ` and the [`summary`] line to standard error (see
 /// [`Policy::Stderr`](crate::Policy::Stderr) for how). The same line is printed at process
-/// exit (from an `atexit` handler) if any repeat was suppressed.
+/// exit (from an `atexit` handler) if any repeat was suppressed or any suppression matched.
 pub fn print_summary() {
     output::write_stderr(&format!("lockdep: {}\n", summary()));
 }
@@ -57,7 +61,8 @@ fn thousands(n: u64) -> String {
 }
 
 /// `3 distinct reports, 99,997 repeats suppressed (99,990 possible recursive locking, 7 bad
-/// unlock balance)`; the parenthesis lists the kinds with suppressed repeats.
+/// unlock balance)`; the parenthesis lists the kinds with suppressed repeats. With matches of
+/// declared suppressions, `, 12 reports matched a suppression` follows.
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let plural = |n: u64| if n == 1 { "" } else { "s" };
@@ -78,6 +83,14 @@ impl fmt::Display for Summary {
         if !kinds.is_empty() {
             write!(f, " ({})", kinds.join(", "))?;
         }
+        if self.suppression_hits > 0 {
+            write!(
+                f,
+                ", {} report{} matched a suppression",
+                thousands(self.suppression_hits),
+                plural(self.suppression_hits)
+            )?;
+        }
         Ok(())
     }
 }
@@ -85,7 +98,7 @@ impl fmt::Display for Summary {
 static AT_EXIT: AtomicBool = AtomicBool::new(false);
 
 /// Arranges, once, for the summary to be printed at process exit (called when a repeat is
-/// first suppressed).
+/// first suppressed, and when a suppression first matches).
 pub(crate) fn print_at_exit() {
     // Relaxed: only whether this caller is the first matters.
     if !AT_EXIT.swap(true, Ordering::Relaxed) {
@@ -103,6 +116,8 @@ fn register_at_exit() {
                 output::write_stderr(&format!(
                     "lockdep: {s}; lockdep::set_report_repeats(true) prints every occurrence\n"
                 ));
+            } else if s.suppression_hits > 0 {
+                output::write_stderr(&format!("lockdep: {s}\n"));
             }
         });
     }
@@ -132,6 +147,7 @@ mod tests {
                 (ReportKind::CircularDependency, 1, 0),
                 (ReportKind::BadUnlockBalance, 1, 7),
             ],
+            suppression_hits: 0,
         };
         assert_eq!(
             s.to_string(),
@@ -142,7 +158,16 @@ mod tests {
             distinct: 1,
             repeats_suppressed: 1,
             by_kind: vec![],
+            suppression_hits: 0,
         };
         assert_eq!(one.to_string(), "1 distinct report, 1 repeat suppressed");
+        let matched = Summary {
+            suppression_hits: 1_200,
+            ..one
+        };
+        assert_eq!(
+            matched.to_string(),
+            "1 distinct report, 1 repeat suppressed, 1,200 reports matched a suppression"
+        );
     }
 }

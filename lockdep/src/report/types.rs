@@ -3,7 +3,7 @@
 
 use std::panic::Location;
 
-use crate::class::ClassId;
+use crate::class::{ClassId, KeyRef};
 use crate::graph::Trace;
 use crate::mode::{DepKind, Mode};
 
@@ -38,6 +38,9 @@ pub struct LockDesc {
     /// whose site is unknown, has lockdep's placeholder site, see
     /// [`is_guard_drop`](crate::is_guard_drop)).
     pub site: &'static Location<'static>,
+    /// The key the class was made from, for matching suppressions by key or construction
+    /// site (set by the validator; `None` for a lock without a live class).
+    pub(crate) key: Option<KeyRef>,
 }
 
 /// One lock instance as a dependency saw it.
@@ -72,6 +75,10 @@ pub struct Dependency {
     pub from_instance: LockInstance,
     /// The instance of `to` that was acquired when the dependency was first seen.
     pub to_instance: LockInstance,
+    /// The keys the classes `from` and `to` were made from, for matching suppressions by
+    /// key or construction site (set by the validator; `None` for a zapped class).
+    pub(crate) from_key: Option<KeyRef>,
+    pub(crate) to_key: Option<KeyRef>,
     /// The full stack of that acquisition, if backtrace capture was on when the dependency
     /// was recorded (for `cycle[0]`, the current stack if capture is on).
     pub trace: Option<Trace>,
