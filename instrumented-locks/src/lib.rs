@@ -111,9 +111,12 @@
 //!
 //! # Configuring the validator
 //!
-//! One dependency is enough: [`set_policy`], [`Policy`], [`Report`], [`reset`], [`stats`],
-//! [`set_enabled`], the class keys ([`LockClassKey`], [`DynamicKey`]) and the rest of
-//! lockdep's API ([`lockdep`] itself is re-exported).
+//! One dependency is enough: where reports go ([`set_policy`], [`Policy`], [`Report`]), test
+//! scopes ([`test_scope`], [`TestScope`]), suppressions ([`suppress`], [`Suppression`],
+//! [`load_suppressions`]), the nesting rule ([`set_nesting`], [`Nesting`]), condvar tracking
+//! ([`set_condvar_tracking`]), counters ([`stats`], [`summary`]), [`reset`], the run-time
+//! switch ([`set_enabled`]), the class keys ([`LockClassKey`], [`DynamicKey`]) and the rest
+//! of lockdep's API ([`lockdep`] itself is re-exported).
 //!
 //! # Generic lock_api code
 //!
@@ -152,7 +155,9 @@ pub use dep::{GuardMarker, HeldGuard};
 pub use lock_api;
 pub use lockdep;
 pub use lockdep::{
-    reset, set_policy, stats, DynamicKey, LockClassKey, LockMap, Policy, Report, Stats,
+    load_suppressions, reset, set_condvar_tracking, set_nesting, set_policy, stats, summary,
+    suppress, test_scope, DynamicKey, LockClassKey, LockMap, Nesting, Policy, Report, Stats,
+    Suppression, TestScope,
 };
 pub use raw::{Once, OnceState, RawFairMutex, RawMutex, RawRwLock, RawThreadId};
 pub use switch::{is_enabled, set_enabled, ENV_VAR};
