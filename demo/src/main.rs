@@ -12,6 +12,7 @@
 mod interrupts;
 mod latency;
 mod modes;
+mod parked;
 mod progress;
 mod qdisc;
 mod rcu;

@@ -1,47 +1,177 @@
-//! The shared scan: concurrent `synchronize` callers that found a blocking slot wait in
-//! one batch, and one scan serves the whole batch.
+//! The shared scan: concurrent `synchronize` callers that found a blocking slot share one
+//! barrier, one generation flip and one sweep over the slots, and each is then released
+//! as soon as *its own* address is clear.
 //!
-//! After its self-scan found a blocker, a caller adds its address to the *open* batch's
-//! Bloom filter (no allocation) and sleeps until its batch completes. The first waiter that
-//! finds no combiner at work becomes the **combiner** (no dedicated scan thread, so the
-//! common blocked case pays one wake-up, not two): it closes the open batch *before* it
-//! flips the wildcard generation (a waiter that joins later belongs to the next batch and
-//! its next flip), orders its scan after the batch's barriers (see `Domain::batch_barrier`), flips, then drains every slot
-//! whose address hits the filter or whose wildcard is older than the flip, primary slots
-//! first. Then it marks the batch complete and wakes every waiter.
+//! A caller joins the *open* batch with a [`Waiter`] record on its own stack (linked into
+//! the batch, no allocation) and adds its address to the batch's Bloom filter. The first
+//! waiter that finds no combiner at work becomes the **combiner** (no dedicated scan
+//! thread, so the common blocked case pays no extra wake-up). It
 //!
-//! A combiner never waits on behalf of others for long: a slot that has blocked others,
-//! but not the combiner's own address, for about 1 ms may be a guard its own thread holds
-//! (a detached guard it received), so it puts the batch's filter back into the open batch,
-//! finishes its own request alone, and lets the next waiter combine.
+//! 1. closes the open batch *before* it flips the wildcard generation (a waiter that joins
+//!    later belongs to the next batch and its next flip),
+//! 2. issues the batch's barrier (see `Domain::batch_barrier`) and flips,
+//! 3. **sweeps** every slot once, primary slots first: a slot value that misses the filter
+//!    blocks nobody; a hit, or a wildcard older than the flip, is compared exactly with
+//!    the batch's waiters, and each waiter it blocks (that nothing blocked earlier in the
+//!    scan order) records the slot's position and the observation,
+//! 4. hands every waiter its outcome under the batch lock, and wakes it: a waiter that
+//!    nothing blocked returns at once; a blocked one continues the scan itself from the
+//!    recorded position, waiting only for the slots that block its own address.
+//!
+//! So the combiner never waits on another caller's behalf, and no waiter ever waits for a
+//! reader of another waiter's address (the ordering argument is point 6 of the crate
+//! docs). Before this design a batch completed all at once, and every waiter waited for
+//! the slowest reader of any address in it; the `batch_completion` fault of the loom
+//! models brings that back, and the model of per-waiter release fails with it.
 
-use std::mem;
+use std::ptr;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::PoisonError;
 
 use crate::bloom::Bloom;
-use crate::primitive::{Condvar, Mutex, MutexGuard};
-use crate::scan::{Blocker, Target};
+use crate::primitive::{spin_hint, Condvar, Mutex, MutexGuard, UnsafeCell};
+use crate::scan::{wildcard_blocks, Blocker, Cursor};
+use crate::slot::Observation;
 use crate::Domain;
 
-#[derive(Default)]
+/// One `synchronize` caller in the shared scan, on the caller's stack for the whole wait.
+///
+/// Access protocol (what makes the cells below race-free):
+/// * `next` is written once, under the batch lock, when the waiter joins; afterwards only
+///   read, by whoever owns the batch (the open batch's lock holder, then the combiner
+///   that closed it).
+/// * `outcome` is written by the combiner that closed the batch, and read by the waiter
+///   only after it saw `served` under the batch lock, which the combiner set, under that
+///   lock, after writing `outcome`.
+/// * `served` is accessed under the batch lock only. After the combiner sets it and
+///   unlocks, it touches the record no more, so the waiter may return and its stack frame
+///   may go.
+struct Waiter<'d> {
+    addr: usize,
+    next: UnsafeCell<*const Waiter<'d>>,
+    outcome: UnsafeCell<Outcome<'d>>,
+    served: UnsafeCell<bool>,
+    /// This waiter's own wake-up, used with the batch lock: it was served, or elected to
+    /// combine the open batch.
+    wake: Condvar,
+}
+
+/// What the combiner's sweep found for one waiter.
+#[derive(Clone, Copy)]
+enum Outcome<'d> {
+    /// No slot blocked the waiter (also the state before the sweep).
+    Clear,
+    /// The first slot, in scan order, that blocked the waiter after its batch's flip.
+    Blocked {
+        generation: usize,
+        at: Cursor<'d>,
+        seen: Observation,
+    },
+}
+
+impl<'d> Waiter<'d> {
+    fn new(addr: usize) -> Self {
+        Waiter {
+            addr,
+            next: UnsafeCell::new(ptr::null()),
+            outcome: UnsafeCell::new(Outcome::Clear),
+            served: UnsafeCell::new(false),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// Protocol: see the type's docs (the batch's owner reads it).
+    fn next(&self) -> *const Waiter<'d> {
+        // SAFETY: `next` is written once before the waiter is reachable by anyone but the
+        // batch's owner, which is the caller (type docs).
+        self.next.with(|p| unsafe { *p })
+    }
+
+    /// Protocol: the combiner that closed this waiter's batch, before `served` is set.
+    fn outcome(&self) -> Outcome<'d> {
+        // SAFETY: either the combiner reads its own writes, or the waiter reads after it
+        // saw `served` (type docs): never concurrent with `set_outcome`.
+        self.outcome.with(|p| unsafe { *p })
+    }
+
+    /// Protocol: the combiner that closed this waiter's batch, before `served` is set.
+    fn set_outcome(&self, outcome: Outcome<'d>) {
+        // SAFETY: only the combiner that owns the closed batch writes, while the waiter
+        // does not read (it has not seen `served` yet; type docs).
+        self.outcome.with_mut(|p| unsafe { *p = outcome })
+    }
+
+    /// Protocol: under the batch lock.
+    fn served(&self, _lock: &Batches) -> bool {
+        // SAFETY: `served` is accessed under the batch lock only; `_lock` proves it is
+        // held.
+        self.served.with(|p| unsafe { *p })
+    }
+
+    /// Protocol: under the batch lock, by the combiner.
+    fn set_served(&self, _lock: &mut Batches) {
+        // SAFETY: as in `served`.
+        self.served.with_mut(|p| unsafe { *p = true })
+    }
+}
+
+/// The batch state of one domain, under its lock.
 struct Batches {
-    /// Addresses of the waiters of the open batch.
-    open: Bloom,
-    /// Number of the open batch.
-    open_cycle: u64,
-    /// Highest batch number whose waiters are all released.
-    completed: u64,
-    /// A combiner is scanning (it has closed batch `open_cycle - 1`).
-    combining: bool,
+    /// The newest waiter of the open batch (a stack through `Waiter::next`), or null.
+    /// Lifetime-erased: every waiter borrows the same domain, whose registry every cursor
+    /// points into.
+    open: *const Waiter<'static>,
+    /// Waiters in the open batch.
+    open_len: usize,
+    /// Addresses of the open batch's waiters.
+    filter: Bloom,
     /// Some waiter of the open batch joined without a heavy barrier of its own after its
     /// unpublish (Asymmetric mode, see `Domain::synchronize`).
-    open_unbarriered: bool,
+    unbarriered: bool,
+    /// A combiner is between closing its batch and handing out the outcomes.
+    combining: bool,
+}
+
+// SAFETY: the raw pointers name `Waiter` records of threads blocked in `SharedScan::wait`,
+// each valid until that waiter has seen itself served, and accessed only under the
+// protocol of `Waiter`; `Batches` itself is only reached through the batch lock.
+unsafe impl Send for Batches {}
+
+/// A closed batch, owned by its combiner.
+struct Batch<'d> {
+    newest: *const Waiter<'d>,
+    len: usize,
+    filter: Bloom,
+    unbarriered: bool,
+}
+
+impl<'d> Batch<'d> {
+    /// Every waiter of the batch, newest first.
+    fn waiters(&self) -> impl Iterator<Item = &Waiter<'d>> + '_ {
+        // SAFETY: every waiter of a closed batch stays on its thread's stack until the
+        // combiner marks it served, which happens after the last use of this iterator
+        // (type docs of `Waiter`).
+        let newest = unsafe { self.newest.as_ref() };
+        std::iter::successors(newest, |w| {
+            let next = w.next();
+            // SAFETY: as above, for every later waiter of the batch.
+            unsafe { next.as_ref() }
+        })
+    }
+}
+
+/// What one sweep found.
+#[derive(Default)]
+struct Swept {
+    /// Waiters the sweep found blocked (handed back to finish their own wait).
+    blocked: u64,
+    /// Slot values that hit the filter but matched no waiter.
+    false_positives: u64,
 }
 
 /// The batch state of one domain.
 pub(crate) struct SharedScan {
     batches: Mutex<Batches>,
-    done: Condvar,
     /// Mirrors `Batches::combining` for a lock-free peek (a hint with no ordering role:
     /// a stale value only picks the slower of two correct paths).
     combining: std::sync::atomic::AtomicBool,
@@ -51,10 +181,12 @@ impl SharedScan {
     pub(crate) fn new() -> Self {
         SharedScan {
             batches: Mutex::new(Batches {
-                open_cycle: 1,
-                ..Batches::default()
+                open: ptr::null(),
+                open_len: 0,
+                filter: Bloom::default(),
+                unbarriered: false,
+                combining: false,
             }),
-            done: Condvar::new(),
             combining: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -62,50 +194,108 @@ impl SharedScan {
     /// Whether a combiner seems to be at work (see `combining`).
     pub(crate) fn combining_hint(&self) -> bool {
         // Relaxed: a hint; both answers lead to a correct path.
-        self.combining.load(std::sync::atomic::Ordering::Relaxed)
+        self.combining.load(Relaxed)
+    }
+
+    fn set_combining(&self, batches: &mut Batches, on: bool) {
+        batches.combining = on;
+        // Relaxed: a hint, see `combining_hint`.
+        self.combining.store(on, Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Batches> {
         // A panic while holding this lock can only come from our own code between lock and
         // unlock, none of which panics; recover the state rather than propagate poison.
-        self.batches.lock().unwrap_or_else(|e| e.into_inner())
+        self.batches.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Wait, in a batch, until no slot that protected `addr` when the caller unpublished it
     /// still does. `barriered`: the caller issued a heavy barrier after its unpublish.
     pub(crate) fn wait(&self, domain: &Domain, addr: usize, barriered: bool) {
+        let me = Waiter::new(addr);
         let mut batches = self.lock();
-        batches.open.insert(addr);
-        batches.open_unbarriered |= !barriered;
-        let my_cycle = batches.open_cycle;
-        loop {
-            if batches.completed >= my_cycle {
-                return;
-            }
+        me.next.with_mut(|p| {
+            // SAFETY: `me` is not linked yet; nobody else can see it.
+            unsafe { *p = batches.open.cast() }
+        });
+        batches.open = ptr::from_ref(&me).cast();
+        batches.open_len += 1;
+        batches.filter.insert(addr);
+        batches.unbarriered |= !barriered;
+        while !me.served(&batches) {
             if !batches.combining {
-                batches.combining = true;
-                // Relaxed: a hint, see `combining_hint`.
-                self.combining.store(true, Relaxed);
-                self.combine(domain, batches, addr);
-                return;
+                batches = self.combine(domain, batches, &me);
+                continue;
             }
-            batches = self.done.wait(batches).unwrap_or_else(|e| e.into_inner());
-            #[cfg(loom)]
-            if domain.faults.wake_without_recheck {
+            batches = me
+                .wake
+                .wait(batches)
+                .unwrap_or_else(PoisonError::into_inner);
+            if domain.faults().wake_without_recheck && Self::unlink(&mut batches, &me) {
+                // Fault: the wake-up that elected us combiner is taken as the end of the
+                // wait (unlinked first, so that no combiner touches the record later; the
+                // election passes on, so the fault shows as an early release, not a hang).
+                // SAFETY: open waiters are alive until served, and we hold the batch lock.
+                if let Some(next) = unsafe { batches.open.as_ref() } {
+                    next.wake.notify_one();
+                }
                 return;
             }
         }
+        drop(batches);
+        if let Outcome::Blocked {
+            generation,
+            at,
+            seen,
+        } = me.outcome()
+        {
+            let blocker = Blocker {
+                addr,
+                generation: Some(generation),
+            };
+            domain.drain_from(blocker, at, Some(seen));
+        }
     }
 
-    /// Serve the open batch (which contains `own_addr`); returns once `own_addr` is clear.
-    fn combine<'s>(
+    /// Removes `me` from the open batch if it is there (the `wake_without_recheck` fault
+    /// only). The filter keeps its bits: a stale bit is a false positive.
+    fn unlink(batches: &mut Batches, me: &Waiter<'_>) -> bool {
+        let me: *const Waiter<'static> = ptr::from_ref(me).cast();
+        let mut link: *const Waiter<'static> = ptr::null();
+        let mut cur = batches.open;
+        while !cur.is_null() {
+            // SAFETY: waiters of the open batch are alive (they are not served yet), and
+            // we hold the batch lock, which owns the open batch.
+            let next = unsafe { &*cur }.next();
+            if cur == me {
+                if link.is_null() {
+                    batches.open = next;
+                } else {
+                    // SAFETY: as above; `link` is a waiter of the open batch.
+                    let link = unsafe { &*link };
+                    // SAFETY: the open batch's links are written under the batch lock only.
+                    link.next.with_mut(|p| unsafe { *p = next });
+                }
+                batches.open_len -= 1;
+                return true;
+            }
+            link = cur;
+            cur = next;
+        }
+        false
+    }
+
+    /// Serve the open batch (which contains `me`): close, barrier, flip, sweep, hand out
+    /// the outcomes. Returns with the lock held again and `me` served.
+    fn combine<'s, 'd>(
         &'s self,
-        domain: &Domain,
+        domain: &'d Domain,
         mut batches: MutexGuard<'s, Batches>,
-        own_addr: usize,
-    ) {
-        #[cfg(loom)]
-        let early_gen = if domain.faults.flip_before_close {
+        me: &Waiter<'d>,
+    ) -> MutexGuard<'s, Batches> {
+        self.set_combining(&mut batches, true);
+        let faults = domain.faults();
+        let early_generation = if faults.flip_before_close {
             // Fault: flip before closing, so a waiter that joins in between is served by a
             // flip that does not follow its unpublish.
             drop(batches);
@@ -117,62 +307,119 @@ impl SharedScan {
             None
         };
         // Close the batch before the flip: every waiter in it unpublished (and issued its
-        // own barrier) before joining, which the lock orders before our barrier and flip.
-        #[allow(unused_mut)] // mutated under loom only
-        let mut filter = mem::take(&mut batches.open);
-        #[cfg(loom)]
-        if domain.faults.saturated_filter {
-            filter.saturate();
-        }
-        let unbarriered = mem::take(&mut batches.open_unbarriered);
-        let cycle = batches.open_cycle;
-        batches.open_cycle += 1;
+        // own barrier, unless `unbarriered`) before joining, which the lock orders before
+        // our barrier and flip.
+        let mut batch = Batch {
+            newest: std::mem::replace(&mut batches.open, ptr::null()).cast(),
+            len: std::mem::take(&mut batches.open_len),
+            filter: std::mem::take(&mut batches.filter),
+            unbarriered: std::mem::take(&mut batches.unbarriered),
+        };
         drop(batches);
-
-        #[cfg(loom)]
-        let generation = match early_gen {
-            Some(generation) => generation,
-            None => {
-                domain.batch_barrier(unbarriered);
-                domain.flip()
-            }
-        };
-        #[cfg(not(loom))]
-        let generation = {
-            domain.batch_barrier(unbarriered);
+        // A pause instruction; in the loom build a yield, so that the models explore
+        // callers joining the next batch while this one is served without spending their
+        // preemption bound on it.
+        spin_hint();
+        let generation = early_generation.unwrap_or_else(|| {
+            domain.batch_barrier(batch.unbarriered);
             domain.flip()
-        };
-        let target = if domain.combiner_checks_own_only() {
-            Target::Addr(own_addr)
-        } else {
-            Target::Filter(&filter)
-        };
-        let batch = Blocker {
-            target,
-            generation: Some(generation),
-        };
-        let own = Blocker {
-            target: Target::Addr(own_addr),
-            generation: Some(generation),
-        };
-        let drained = domain.drain(batch, Some(own));
+        });
+        if faults.saturated_filter {
+            batch.filter.saturate();
+        }
+        let own_only = faults.combiner_checks_own_only.then_some(me);
+        let swept = domain.sweep(&batch, generation, own_only);
+        if faults.batch_completion {
+            // Fault: all-or-nothing completion, the replaced design: the combiner finishes
+            // every waiter's wait before it releases any.
+            for waiter in batch.waiters() {
+                if let Outcome::Blocked { at, seen, .. } = waiter.outcome() {
+                    let blocker = Blocker {
+                        addr: waiter.addr,
+                        generation: Some(generation),
+                    };
+                    domain.drain_from(blocker, at, Some(seen));
+                    waiter.set_outcome(Outcome::Clear);
+                }
+            }
+        }
+        domain.counters.record_batch(batch.len as u64, &swept);
 
         let mut batches = self.lock();
-        if drained.complete {
-            batches.completed = batches.completed.max(cycle);
-            domain.counters.shared_batches.fetch_add(1, Relaxed);
-        } else {
-            // Hand off: the batch's waiters join the open batch and wait for its scan.
-            batches.open.merge(&filter);
-            batches.open_unbarriered |= unbarriered;
-            domain.counters.combiner_handoffs.fetch_add(1, Relaxed);
+        for waiter in batch.waiters() {
+            waiter.set_served(&mut batches);
+            // Under the lock: the waiter cannot see `served`, return and drop its
+            // condition variable before this call is done with it.
+            waiter.wake.notify_one();
         }
-        batches.combining = false;
-        // Relaxed: a hint, see `combining_hint`.
-        self.combining.store(false, Relaxed);
-        drop(batches);
-        // Every sleeping waiter wakes: those of this batch return (each exactly once, on
-        // seeing `completed` cover its cycle); those of the next batch elect its combiner.
-        self.done.notify_all();
+        self.set_combining(&mut batches, false);
+        // Waiters that joined while we worked elect one of them to combine their batch.
+        // SAFETY: open waiters are alive until served, and we hold the batch lock.
+        if let Some(next) = unsafe { batches.open.as_ref() } {
+            next.wake.notify_one();
+        }
+        batches
+    }
+}
+
+impl Domain {
+    /// The combiner's one pass for a closed batch (step 3 of the module docs). Every
+    /// waiter's `outcome` is `Clear` on entry; a waiter that a slot blocks gets `Blocked`
+    /// at the first such slot in scan order. `own_only` (the `combiner_checks_own_only`
+    /// fault): only that waiter is checked.
+    fn sweep<'d>(
+        &'d self,
+        batch: &Batch<'d>,
+        generation: usize,
+        own_only: Option<&Waiter<'d>>,
+    ) -> Swept {
+        self.counters.scan_passes.fetch_add(1, Relaxed);
+        let checked = |w: &Waiter<'d>| own_only.is_none_or(|own| ptr::eq(own, w));
+        let mut swept = Swept::default();
+        let mut unresolved = batch.waiters().filter(|w| checked(w)).count();
+        let mut cursor = Cursor::start(self);
+        while unresolved > 0 {
+            let Some(slot) = cursor.slot() else { break };
+            let seen = slot.observe();
+            let value = seen.value;
+            let blocks_all = value & 1 == 1 && wildcard_blocks(value, Some(generation));
+            if blocks_all || (value != 0 && value & 1 == 0 && batch.filter.may_contain(value)) {
+                let mut matched = false;
+                for waiter in batch.waiters().filter(|w| checked(w)) {
+                    if !blocks_all && waiter.addr != value {
+                        continue;
+                    }
+                    matched = true;
+                    if let Outcome::Clear = waiter.outcome() {
+                        waiter.set_outcome(Outcome::Blocked {
+                            generation,
+                            at: cursor,
+                            seen,
+                        });
+                        unresolved -= 1;
+                        swept.blocked += 1;
+                    }
+                }
+                swept.false_positives += u64::from(!matched && !blocks_all);
+            }
+            cursor.advance();
+        }
+        swept
+    }
+}
+
+impl crate::stats::Counters {
+    /// Statistics of one served batch of `waiters` waiters.
+    fn record_batch(&self, waiters: u64, swept: &Swept) {
+        self.shared_batches.fetch_add(1, Relaxed);
+        self.batch_waiters.fetch_add(waiters, Relaxed);
+        self.batch_size_histogram[crate::stats::size_bucket(waiters)].fetch_add(1, Relaxed);
+        self.handoffs.fetch_add(swept.blocked, Relaxed);
+        if swept.blocked > 0 {
+            self.released_early
+                .fetch_add(waiters - swept.blocked, Relaxed);
+        }
+        self.bloom_false_positives
+            .fetch_add(swept.false_positives, Relaxed);
     }
 }

@@ -1,7 +1,7 @@
 //! Behaviour of the public API: protect, nesting past the primary slots, detach,
 //! self-protection misuse, record reuse, fence modes. Interleavings are forced with
 //! channels and by watching the domain's counters, never by sleeping.
-#![cfg(not(loom))]
+#![cfg(not(hazptr_loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{mpsc, Arc, Barrier};

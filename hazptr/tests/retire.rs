@@ -1,7 +1,7 @@
 //! Retire and reclaim: protected objects are never freed, unprotected ones are freed
 //! exactly once, memory stays bounded, deleters may retire, dropping the domain frees the
 //! rest (cases H21 (b) and (c) of the visible cases).
-#![cfg(not(loom))]
+#![cfg(not(hazptr_loom))]
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
