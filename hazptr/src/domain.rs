@@ -250,8 +250,10 @@ impl Domain {
             return Ok(());
         };
         // In Asymmetric mode a self-scan costs a `membarrier` of its own, so a caller that
-        // finds a combiner at work joins its next batch, whose one barrier serves all.
-        let self_scan = self.mode == FenceMode::Symmetric || !self.shared.combining_hint();
+        // finds a combiner at work, or a barrier in flight (which started too early to
+        // serve it), joins the next batch, whose one barrier serves all.
+        let self_scan = self.mode == FenceMode::Symmetric
+            || !(self.shared.combining_hint() || self.barrier_in_flight());
         if self_scan {
             self.heavy_barrier();
             let any_wildcard_or_addr = Blocker {

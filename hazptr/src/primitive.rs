@@ -74,6 +74,16 @@ pub(crate) fn spin_hint() {
     core::hint::spin_loop();
 }
 
+/// Offer the CPU to another runnable thread (`sched_yield`); under loom, a yield to the
+/// model's scheduler.
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(hazptr_loom)]
+    loom::thread::yield_now();
+    #[cfg(not(hazptr_loom))]
+    std::thread::yield_now();
+}
+
 /// Whether the current thread unwinds out of a loom model. A failing model tears its
 /// threads down while unwinding, outside the model, where loom objects cannot be touched;
 /// destructors then skip their bookkeeping (everything is garbage then anyway). Always

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 use crate::fence::{self, FenceMode};
-use crate::primitive::fence as atomic_fence;
+use crate::primitive::{fence as atomic_fence, yield_now};
 use crate::registry::{BackupSlot, Record, Registry, PRIMARY_SLOTS};
 use crate::slot::{Observation, Slot};
 use crate::wait::Backoff;
@@ -161,6 +161,23 @@ impl Domain {
             // SeqCst fence: orders our slot loads after the waiters' barriers (through
             // the batch lock) and pairs with the readers' fences.
             atomic_fence(SeqCst);
+        }
+    }
+
+    /// Whether a `membarrier` seems to be in flight (a hint: a stale answer only picks
+    /// the slower of two correct paths).
+    pub(crate) fn barrier_in_flight(&self) -> bool {
+        // Relaxed: a hint, see above.
+        self.barrier_seq.load(Relaxed) & 1 == 1
+    }
+
+    /// Asymmetric mode: a combiner about to close a batch first lets a `membarrier` in
+    /// flight end, yielding its CPU meanwhile. That barrier started before the batch's
+    /// waiters joined, so it cannot serve them; while it runs, more callers can arrive and
+    /// join the still-open batch, and the batch's own barrier then serves them too.
+    pub(crate) fn gather_while_barrier_in_flight(&self) {
+        while self.mode == FenceMode::Asymmetric && self.barrier_in_flight() {
+            yield_now();
         }
     }
 

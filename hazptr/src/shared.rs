@@ -8,7 +8,9 @@
 //! thread, so the common blocked case pays no extra wake-up). It
 //!
 //! 1. closes the open batch *before* it flips the wildcard generation (a waiter that joins
-//!    later belongs to the next batch and its next flip),
+//!    later belongs to the next batch and its next flip); if the batch needs a
+//!    `membarrier` of its own and one is still in flight, it first lets that one end,
+//!    yielding its CPU, so that callers arriving meanwhile still join this batch,
 //! 2. issues the batch's barrier (see `Domain::batch_barrier`) and flips,
 //! 3. **sweeps** every slot once, primary slots first: a slot value that misses the filter
 //!    blocks nobody; a hit, or a wildcard older than the flip, is compared exactly with
@@ -301,11 +303,18 @@ impl SharedScan {
             drop(batches);
             domain.batch_barrier(true);
             let generation = domain.flip();
+            // As below: a yield point for the models.
+            spin_hint();
             batches = self.lock();
             Some(generation)
         } else {
             None
         };
+        if batches.unbarriered {
+            drop(batches);
+            domain.gather_while_barrier_in_flight();
+            batches = self.lock();
+        }
         // Close the batch before the flip: every waiter in it unpublished (and issued its
         // own barrier, unless `unbarriered`) before joining, which the lock orders before
         // our barrier and flip.
