@@ -231,12 +231,11 @@ impl Domain {
     /// released as soon as its own address is clear (see [`Domain::synchronize_direct`]
     /// for the one-caller alternative).
     ///
-    /// In [`FenceMode::Asymmetric`] a self-scan costs a `membarrier`, which is expensive
-    /// when it has to interrupt running threads, so a caller that finds a combiner at work
-    /// skips it and joins the next batch directly: that batch's one `membarrier`, issued
-    /// after the combiner closes it, serves every waiter in it. A caller that finds no
-    /// combiner self-scans as in Symmetric mode (its barrier is shared with concurrent
-    /// callers' through a sequence number). BENCHMARKS.md has the costs measured.
+    /// In [`FenceMode::Asymmetric`] a self-scan would cost a `membarrier` of its own,
+    /// which is expensive when it has to interrupt running threads, so every caller joins
+    /// the shared scan directly: a batch's one `membarrier`, issued after the combiner
+    /// closes it, serves every waiter in it, and a caller alone pays about what a
+    /// self-scan would. BENCHMARKS.md has the costs measured.
     ///
     /// Null is never protected: `synchronize(null)` returns `Ok` at once. A guard leaked
     /// with `mem::forget`, or a [`DetachedGuard`](crate::DetachedGuard) the calling thread
@@ -249,11 +248,9 @@ impl Domain {
         let Some(addr) = self.begin_synchronize(addr)? else {
             return Ok(());
         };
-        // In Asymmetric mode a self-scan costs a `membarrier` of its own, so a caller that
-        // finds a combiner at work, or a barrier in flight (which started too early to
-        // serve it), joins the next batch, whose one barrier serves all.
-        let self_scan = self.mode == FenceMode::Symmetric
-            || !(self.shared.combining_hint() || self.barrier_in_flight());
+        // In Asymmetric mode a self-scan would cost a `membarrier` of its own, so every
+        // caller joins a batch, whose one barrier serves all its waiters.
+        let self_scan = self.mode == FenceMode::Symmetric;
         if self_scan {
             self.heavy_barrier();
             let any_wildcard_or_addr = Blocker {

@@ -166,17 +166,25 @@ impl Domain {
 
     /// Whether a `membarrier` seems to be in flight (a hint: a stale answer only picks
     /// the slower of two correct paths).
-    pub(crate) fn barrier_in_flight(&self) -> bool {
+    fn barrier_in_flight(&self) -> bool {
         // Relaxed: a hint, see above.
         self.barrier_seq.load(Relaxed) & 1 == 1
     }
 
-    /// Asymmetric mode: a combiner about to close a batch first lets a `membarrier` in
-    /// flight end, yielding its CPU meanwhile. That barrier started before the batch's
-    /// waiters joined, so it cannot serve them; while it runs, more callers can arrive and
-    /// join the still-open batch, and the batch's own barrier then serves them too.
-    pub(crate) fn gather_while_barrier_in_flight(&self) {
-        while self.mode == FenceMode::Asymmetric && self.barrier_in_flight() {
+    /// Asymmetric mode: a combiner about to close a batch that needs a `membarrier` lets
+    /// more callers join first, yielding its CPU: until a `membarrier` in flight ends
+    /// (it started before the batch's waiters joined, so it cannot serve them), and once
+    /// more if `busy` (other callers are inside `synchronize` but not in the batch, so
+    /// they may be about to join). Callers that run meanwhile join the still-open batch,
+    /// and the batch's one barrier serves them too. A caller alone never yields.
+    pub(crate) fn gather_callers(&self, busy: bool) {
+        if self.mode != FenceMode::Asymmetric {
+            return;
+        }
+        while self.barrier_in_flight() {
+            yield_now();
+        }
+        if busy {
             yield_now();
         }
     }

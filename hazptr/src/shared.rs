@@ -8,9 +8,10 @@
 //! thread, so the common blocked case pays no extra wake-up). It
 //!
 //! 1. closes the open batch *before* it flips the wildcard generation (a waiter that joins
-//!    later belongs to the next batch and its next flip); if the batch needs a
-//!    `membarrier` of its own and one is still in flight, it first lets that one end,
-//!    yielding its CPU, so that callers arriving meanwhile still join this batch,
+//!    later belongs to the next batch and its next flip); in Asymmetric mode it first
+//!    yields its CPU while a `membarrier` is in flight, and once more when the previous
+//!    batch had company, so that callers arriving meanwhile still join this batch
+//!    (`Domain::gather_callers`),
 //! 2. issues the batch's barrier (see `Domain::batch_barrier`) and flips,
 //! 3. **sweeps** every slot once, primary slots first: a slot value that misses the filter
 //!    blocks nobody; a hit, or a wildcard older than the flip, is compared exactly with
@@ -29,6 +30,8 @@
 use std::ptr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::PoisonError;
+
+use crossbeam_utils::CachePadded;
 
 use crate::bloom::Bloom;
 use crate::primitive::{spin_hint, Condvar, Mutex, MutexGuard, UnsafeCell};
@@ -171,12 +174,31 @@ struct Swept {
     false_positives: u64,
 }
 
+/// Counts one caller in `SharedScan::callers` while it lives.
+struct CallerCount<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> CallerCount<'a> {
+    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        // Relaxed: a hint (see `SharedScan::callers`).
+        count.fetch_add(1, Relaxed);
+        CallerCount(count)
+    }
+}
+
+impl Drop for CallerCount<'_> {
+    fn drop(&mut self) {
+        // Relaxed: as in `enter`.
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
 /// The batch state of one domain.
 pub(crate) struct SharedScan {
     batches: Mutex<Batches>,
-    /// Mirrors `Batches::combining` for a lock-free peek (a hint with no ordering role:
-    /// a stale value only picks the slower of two correct paths).
-    combining: std::sync::atomic::AtomicBool,
+    /// Callers inside `wait` that joined without a barrier (Asymmetric mode): more of
+    /// them than the open batch holds means others may be about to join, so a combiner
+    /// lets them (`Domain::gather_callers`). A hint with no ordering role.
+    callers: CachePadded<std::sync::atomic::AtomicUsize>,
 }
 
 impl SharedScan {
@@ -189,20 +211,12 @@ impl SharedScan {
                 unbarriered: false,
                 combining: false,
             }),
-            combining: std::sync::atomic::AtomicBool::new(false),
+            callers: CachePadded::new(std::sync::atomic::AtomicUsize::new(0)),
         }
-    }
-
-    /// Whether a combiner seems to be at work (see `combining`).
-    pub(crate) fn combining_hint(&self) -> bool {
-        // Relaxed: a hint; both answers lead to a correct path.
-        self.combining.load(Relaxed)
     }
 
     fn set_combining(&self, batches: &mut Batches, on: bool) {
         batches.combining = on;
-        // Relaxed: a hint, see `combining_hint`.
-        self.combining.store(on, Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Batches> {
@@ -214,6 +228,7 @@ impl SharedScan {
     /// Wait, in a batch, until no slot that protected `addr` when the caller unpublished it
     /// still does. `barriered`: the caller issued a heavy barrier after its unpublish.
     pub(crate) fn wait(&self, domain: &Domain, addr: usize, barriered: bool) {
+        let _caller = (!barriered).then(|| CallerCount::enter(&self.callers));
         let me = Waiter::new(addr);
         let mut batches = self.lock();
         me.next.with_mut(|p| {
@@ -311,8 +326,10 @@ impl SharedScan {
             None
         };
         if batches.unbarriered {
+            // Relaxed: a hint (callers that may still join; see `callers`).
+            let busy = self.callers.load(Relaxed) > batches.open_len;
             drop(batches);
-            domain.gather_while_barrier_in_flight();
+            domain.gather_callers(busy);
             batches = self.lock();
         }
         // Close the batch before the flip: every waiter in it unpublished (and issued its
