@@ -83,11 +83,11 @@
 //!    head therefore cannot starve the writer. Model: `release_sequence_waiting` (the
 //!    writer livelocks when the sequence is ignored).
 //! 6. **Per-waiter completion in a shared batch.** A waiter joins the open batch under
-//!    the batch lock after its unpublish (and, unless it joined *unbarriered*, after its
-//!    own heavy barrier). The combiner closes the batch under the same lock, so every
-//!    waiter's unpublish (and barrier) happens-before the combiner's barrier and flip; an
-//!    unbarriered waiter is covered by the combiner's `membarrier`, which starts after the
-//!    close. The sweep then observes each slot once after the flip, in the scan order of
+//!    the batch lock after its unpublish (in Symmetric mode also after its self-scan's
+//!    SeqCst fence). The combiner closes the batch under the same lock, so every waiter's
+//!    unpublish (and fence) happens-before the combiner's barrier and flip. In Asymmetric
+//!    mode waiters join without a barrier of their own; the combiner's `membarrier`,
+//!    which starts after the close, is the heavy side of point 1 for all of them. The sweep then observes each slot once after the flip, in the scan order of
 //!    point 4: for each waiter these are exactly the first observations a direct scan on
 //!    its behalf would make, so points 1–4 hold for each waiter separately. A slot blocks
 //!    a waiter only if it holds that waiter's own address or a wildcard older than the

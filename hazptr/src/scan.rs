@@ -144,13 +144,12 @@ impl Domain {
 
     /// The combiner's barrier before it sweeps for a closed batch.
     ///
-    /// Waiters that self-scanned issued a heavy barrier after their unpublish, and the
-    /// batch lock orders it before this point; for them the combiner needs only its own
-    /// SeqCst fence (the Rust model wants the loading thread's fence for the
-    /// store-buffering rule; in Asymmetric mode their `membarrier` already made every
-    /// reader's earlier slot store visible). `unbarriered`: some waiter joined without a
-    /// barrier (Asymmetric mode, a combiner was at work), so this issues the batch's one
-    /// heavy barrier, started after the close and so after every waiter's unpublish.
+    /// Symmetric mode: every waiter self-scanned after a SeqCst fence that followed its
+    /// unpublish, and the batch lock orders that fence before this point, so the combiner
+    /// needs only its own SeqCst fence (the Rust model wants the loading thread's fence
+    /// for the store-buffering rule). `unbarriered` (Asymmetric mode, where waiters join
+    /// without a barrier of their own): this issues the batch's one heavy barrier,
+    /// started after the close and so after every waiter's unpublish.
     pub(crate) fn batch_barrier(&self, unbarriered: bool) {
         if self.faults().no_scan_fence {
             return;

@@ -130,7 +130,7 @@ struct Batches {
     open_len: usize,
     /// Addresses of the open batch's waiters.
     filter: Bloom,
-    /// Some waiter of the open batch joined without a heavy barrier of its own after its
+    /// The open batch's waiters joined without a heavy barrier of their own after their
     /// unpublish (Asymmetric mode, see `Domain::synchronize`).
     unbarriered: bool,
     /// A combiner is between closing its batch and handing out the outcomes.
@@ -213,10 +213,6 @@ impl SharedScan {
             }),
             callers: CachePadded::new(std::sync::atomic::AtomicUsize::new(0)),
         }
-    }
-
-    fn set_combining(&self, batches: &mut Batches, on: bool) {
-        batches.combining = on;
     }
 
     fn lock(&self) -> MutexGuard<'_, Batches> {
@@ -310,7 +306,7 @@ impl SharedScan {
         mut batches: MutexGuard<'s, Batches>,
         me: &Waiter<'d>,
     ) -> MutexGuard<'s, Batches> {
-        self.set_combining(&mut batches, true);
+        batches.combining = true;
         let faults = domain.faults();
         let early_generation = if faults.flip_before_close {
             // Fault: flip before closing, so a waiter that joins in between is served by a
@@ -378,7 +374,7 @@ impl SharedScan {
             // condition variable before this call is done with it.
             waiter.wake.notify_one();
         }
-        self.set_combining(&mut batches, false);
+        batches.combining = false;
         // Waiters that joined while we worked elect one of them to combine their batch.
         // SAFETY: open waiters are alive until served, and we hold the batch lock.
         if let Some(next) = unsafe { batches.open.as_ref() } {

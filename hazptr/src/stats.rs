@@ -76,8 +76,8 @@ pub struct Stats {
     pub slow_path_acquires: u64,
     /// Calls to `synchronize`, including ones that returned at once.
     pub synchronize_calls: u64,
-    /// `synchronize` calls that joined a shared-scan batch (because their self-scan found
-    /// a blocking slot or, in Asymmetric mode, a combiner was at work), plus
+    /// `synchronize` calls that joined a shared-scan batch (in Symmetric mode those whose
+    /// self-scan found a blocking slot; in Asymmetric mode every call), plus
     /// `synchronize_direct` calls that waited.
     pub synchronize_waits: u64,
     /// Scan passes over all slots (self-scans, sweeps, direct and per-waiter drains).
@@ -89,7 +89,8 @@ pub struct Stats {
     /// Barriers a caller did not issue because a concurrent caller's `membarrier`, started
     /// after it arrived, served it too (Asymmetric mode only).
     pub shared_barriers: u64,
-    /// `synchronize` calls whose self-scan found nothing blocking and returned at once.
+    /// `synchronize` calls whose self-scan found nothing blocking and returned at once
+    /// (Symmetric mode only).
     pub self_scan_returns: u64,
     /// Shared-scan batches a combiner served (one barrier, one flip and one sweep each).
     pub shared_batches: u64,

@@ -139,13 +139,14 @@ fn versions_never_go_backwards(mode: FenceMode) {
         &pool[0] as *const Versioned as *mut Versioned,
     ));
     let done = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(std::sync::Barrier::new(READERS + 1));
     let readers: Vec<_> = (0..READERS)
         .map(|_| {
-            let (d, src, done) = (d.clone(), src.clone(), done.clone());
+            let (d, src, done, start) = (d.clone(), src.clone(), done.clone(), start.clone());
             thread::spawn(move || {
                 let (mut last, mut reads) = (0u64, 0u64);
-                // Relaxed: a stop flag with no data attached.
-                while !done.load(Ordering::Relaxed) {
+                start.wait();
+                loop {
                     let g = d.protect(&src).expect("always published");
                     // SAFETY: pool objects outlive the run (a free only marks them).
                     let (version, freed) = unsafe { g.as_ref() }.read();
@@ -157,12 +158,17 @@ fn versions_never_go_backwards(mode: FenceMode) {
                     last = version;
                     reads += 1;
                     drop(g);
+                    // Relaxed: a stop flag with no data attached.
+                    if done.load(Ordering::Relaxed) {
+                        break;
+                    }
                 }
                 reads
             })
         })
         .collect();
     let mut free: Vec<&Versioned> = pool[1..].iter().collect();
+    start.wait();
     for version in 2..=UPDATES + 1 {
         let next = free.pop().expect("the free list is never empty");
         next.init(version);
@@ -175,7 +181,7 @@ fn versions_never_go_backwards(mode: FenceMode) {
     }
     done.store(true, Ordering::Relaxed);
     let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
-    assert!(reads > 0);
+    assert!(reads >= READERS as u64);
     let s = d.stats();
     eprintln!("{mode:?}: {reads} reads, {s:?}");
 }
