@@ -38,8 +38,9 @@
 //!   generation and *sweeps* every slot once for all of them (a Bloom filter of the
 //!   batch's addresses keeps the sweep at one probe per slot). Each waiter is then
 //!   released as soon as *its own* address is clear: one that nothing blocks returns at
-//!   once, one that a slot blocks continues the scan itself from that slot, so a reader
-//!   parked on one address never delays a `synchronize` on another.
+//!   once; the scans of the blocked ones continue from the slot that blocked each, polled
+//!   by one of them (the *poller*) while the others sleep. A reader parked on one address
+//!   never delays a `synchronize` on another.
 //!
 //! # Memory-ordering argument
 //!
@@ -95,11 +96,14 @@
 //!    positive matches no waiter. The combiner hands each waiter its outcome under the
 //!    batch lock: "clear" (it returns: the combiner's Acquire observations of every slot,
 //!    then the lock hand-off, put each protection that had ended before the waiter's
-//!    return, point 2), or "blocked at this slot, seen so" (it continues the scan itself
-//!    from that slot with that observation; the lock orders the combiner's loads before
-//!    its own, so points 4 and 5 carry over the hand-off). No waiter waits for a slot
-//!    that does not block its own address, and the combiner never waits on another
-//!    waiter's behalf. Models: `waiter_with_a_clear_address_returns_while_another_is_blocked`
+//!    return, point 2), or "blocked at this slot, seen so" (its scan continues from that
+//!    slot with that observation, done by whichever waiter polls the blocked list; the
+//!    batch lock hands the waiter from the combiner to the poller and from one poller to
+//!    the next, ordering each one's loads before the next one's, so points 4 and 5 carry
+//!    over every hand-off, and the poller serves it under the lock once its scan ends,
+//!    as the combiner does). No waiter waits for a slot that does not block its own
+//!    address, the combiner never waits on another waiter's behalf, and the poller hands
+//!    its role on as soon as its own scan ends. Models: `waiter_with_a_clear_address_returns_while_another_is_blocked`
 //!    (fails under batch-level completion, where a waiter is released only when every
 //!    address of its batch is clear), `waiter_registered_after_flip_does_not_escape`
 //!    (fails when the combiner flips before it closes the batch).
@@ -152,6 +156,7 @@ mod shared;
 mod slot;
 mod stats;
 mod wait;
+mod waiter;
 
 pub use domain::{Domain, SynchronizeError};
 pub use faults::Faults;

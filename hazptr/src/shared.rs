@@ -1,6 +1,6 @@
-//! The shared scan: concurrent `synchronize` callers that found a blocking slot share one
-//! barrier, one generation flip and one sweep over the slots, and each is then released
-//! as soon as *its own* address is clear.
+//! The shared scan: concurrent `synchronize` callers that have to wait share one barrier,
+//! one generation flip and one sweep over the slots, and each is then released as soon as
+//! *its own* address is clear.
 //!
 //! A caller joins the *open* batch with a [`Waiter`] record on its own stack (linked into
 //! the batch, no allocation) and adds its address to the batch's Bloom filter. The first
@@ -9,24 +9,29 @@
 //!
 //! 1. closes the open batch *before* it flips the wildcard generation (a waiter that joins
 //!    later belongs to the next batch and its next flip); in Asymmetric mode it first
-//!    yields its CPU while a `membarrier` is in flight, and once more when the previous
-//!    batch had company, so that callers arriving meanwhile still join this batch
-//!    (`Domain::gather_callers`),
+//!    lets more callers join (`Domain::gather_callers`),
 //! 2. issues the batch's barrier (see `Domain::batch_barrier`) and flips,
 //! 3. **sweeps** every slot once, primary slots first: a slot value that misses the filter
 //!    blocks nobody; a hit, or a wildcard older than the flip, is compared exactly with
 //!    the batch's waiters, and each waiter it blocks (that nothing blocked earlier in the
 //!    scan order) records the slot's position and the observation,
-//! 4. hands every waiter its outcome under the batch lock, and wakes it: a waiter that
-//!    nothing blocked returns at once; a blocked one continues the scan itself from the
-//!    recorded position, waiting only for the slots that block its own address.
+//! 4. under the batch lock, serves every waiter that nothing blocked (it returns at once)
+//!    and moves the blocked ones to the **blocked list**.
 //!
-//! So the combiner never waits on another caller's behalf, and no waiter ever waits for a
-//! reader of another waiter's address (the ordering argument is point 6 of the crate
-//! docs). Before this design a batch completed all at once, and every waiter waited for
-//! the slowest reader of any address in it; the `batch_completion` fault of the loom
-//! models brings that back, and the model of per-waiter release fails with it.
+//! One blocked waiter at a time is the **poller**: it polls every waiter of the blocked
+//! list from the slot that blocked it onwards, in scan order, and serves each one as soon
+//! as that waiter's own scan reaches the end; the others sleep. When the poller's own scan
+//! ends, it hands the rest back and wakes one of them to poll next. So however many
+//! callers wait, one thread polls (on a machine with few CPUs, waiters that each spun on
+//! their own slots would take the CPU from the very readers they wait for), the combiner
+//! never waits on another caller's behalf, and no waiter waits for a reader of another
+//! waiter's address (the ordering argument is point 6 of the crate docs).
+//!
+//! Before this design a batch completed all at once, and every waiter waited for the
+//! slowest reader of any address in it; the `batch_completion` fault of the loom models
+//! brings that back, and the model of per-waiter release fails with it.
 
+use std::marker::PhantomData;
 use std::ptr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::PoisonError;
@@ -34,100 +39,16 @@ use std::sync::PoisonError;
 use crossbeam_utils::CachePadded;
 
 use crate::bloom::Bloom;
-use crate::primitive::{spin_hint, Condvar, Mutex, MutexGuard, UnsafeCell};
+use crate::primitive::{spin_hint, Mutex, MutexGuard};
 use crate::scan::{wildcard_blocks, Blocker, Cursor};
-use crate::slot::Observation;
+use crate::wait::Backoff;
+use crate::waiter::{List, Locked, Outcome, State, Waiter};
 use crate::Domain;
-
-/// One `synchronize` caller in the shared scan, on the caller's stack for the whole wait.
-///
-/// Access protocol (what makes the cells below race-free):
-/// * `next` is written once, under the batch lock, when the waiter joins; afterwards only
-///   read, by whoever owns the batch (the open batch's lock holder, then the combiner
-///   that closed it).
-/// * `outcome` is written by the combiner that closed the batch, and read by the waiter
-///   only after it saw `served` under the batch lock, which the combiner set, under that
-///   lock, after writing `outcome`.
-/// * `served` is accessed under the batch lock only. After the combiner sets it and
-///   unlocks, it touches the record no more, so the waiter may return and its stack frame
-///   may go.
-struct Waiter<'d> {
-    addr: usize,
-    next: UnsafeCell<*const Waiter<'d>>,
-    outcome: UnsafeCell<Outcome<'d>>,
-    served: UnsafeCell<bool>,
-    /// This waiter's own wake-up, used with the batch lock: it was served, or elected to
-    /// combine the open batch.
-    wake: Condvar,
-}
-
-/// What the combiner's sweep found for one waiter.
-#[derive(Clone, Copy)]
-enum Outcome<'d> {
-    /// No slot blocked the waiter (also the state before the sweep).
-    Clear,
-    /// The first slot, in scan order, that blocked the waiter after its batch's flip.
-    Blocked {
-        generation: usize,
-        at: Cursor<'d>,
-        seen: Observation,
-    },
-}
-
-impl<'d> Waiter<'d> {
-    fn new(addr: usize) -> Self {
-        Waiter {
-            addr,
-            next: UnsafeCell::new(ptr::null()),
-            outcome: UnsafeCell::new(Outcome::Clear),
-            served: UnsafeCell::new(false),
-            wake: Condvar::new(),
-        }
-    }
-
-    /// Protocol: see the type's docs (the batch's owner reads it).
-    fn next(&self) -> *const Waiter<'d> {
-        // SAFETY: `next` is written once before the waiter is reachable by anyone but the
-        // batch's owner, which is the caller (type docs).
-        self.next.with(|p| unsafe { *p })
-    }
-
-    /// Protocol: the combiner that closed this waiter's batch, before `served` is set.
-    fn outcome(&self) -> Outcome<'d> {
-        // SAFETY: either the combiner reads its own writes, or the waiter reads after it
-        // saw `served` (type docs): never concurrent with `set_outcome`.
-        self.outcome.with(|p| unsafe { *p })
-    }
-
-    /// Protocol: the combiner that closed this waiter's batch, before `served` is set.
-    fn set_outcome(&self, outcome: Outcome<'d>) {
-        // SAFETY: only the combiner that owns the closed batch writes, while the waiter
-        // does not read (it has not seen `served` yet; type docs).
-        self.outcome.with_mut(|p| unsafe { *p = outcome })
-    }
-
-    /// Protocol: under the batch lock.
-    fn served(&self, _lock: &Batches) -> bool {
-        // SAFETY: `served` is accessed under the batch lock only; `_lock` proves it is
-        // held.
-        self.served.with(|p| unsafe { *p })
-    }
-
-    /// Protocol: under the batch lock, by the combiner.
-    fn set_served(&self, _lock: &mut Batches) {
-        // SAFETY: as in `served`.
-        self.served.with_mut(|p| unsafe { *p = true })
-    }
-}
 
 /// The batch state of one domain, under its lock.
 struct Batches {
-    /// The newest waiter of the open batch (a stack through `Waiter::next`), or null.
-    /// Lifetime-erased: every waiter borrows the same domain, whose registry every cursor
-    /// points into.
-    open: *const Waiter<'static>,
-    /// Waiters in the open batch.
-    open_len: usize,
+    /// The open batch's waiters.
+    open: List,
     /// Addresses of the open batch's waiters.
     filter: Bloom,
     /// The open batch's waiters joined without a heavy barrier of their own after their
@@ -135,40 +56,22 @@ struct Batches {
     unbarriered: bool,
     /// A combiner is between closing its batch and handing out the outcomes.
     combining: bool,
+    /// Waiters the sweep found blocked, not being polled right now.
+    blocked: List,
+    /// A poller is at work (it owns the waiters it took out of `blocked`).
+    polling: bool,
 }
 
-// SAFETY: the raw pointers name `Waiter` records of threads blocked in `SharedScan::wait`,
-// each valid until that waiter has seen itself served, and accessed only under the
-// protocol of `Waiter`; `Batches` itself is only reached through the batch lock.
-unsafe impl Send for Batches {}
-
-/// A closed batch, owned by its combiner.
-struct Batch<'d> {
-    newest: *const Waiter<'d>,
-    len: usize,
-    filter: Bloom,
-    unbarriered: bool,
-}
-
-impl<'d> Batch<'d> {
-    /// Every waiter of the batch, newest first.
-    fn waiters(&self) -> impl Iterator<Item = &Waiter<'d>> + '_ {
-        // SAFETY: every waiter of a closed batch stays on its thread's stack until the
-        // combiner marks it served, which happens after the last use of this iterator
-        // (type docs of `Waiter`).
-        let newest = unsafe { self.newest.as_ref() };
-        std::iter::successors(newest, |w| {
-            let next = w.next();
-            // SAFETY: as above, for every later waiter of the batch.
-            unsafe { next.as_ref() }
-        })
+impl Batches {
+    fn locked(&self) -> Locked<'_> {
+        Locked(PhantomData)
     }
 }
 
 /// What one sweep found.
 #[derive(Default)]
 struct Swept {
-    /// Waiters the sweep found blocked (handed back to finish their own wait).
+    /// Waiters the sweep found blocked (handed to the poller).
     blocked: u64,
     /// Slot values that hit the filter but matched no waiter.
     false_positives: u64,
@@ -205,11 +108,12 @@ impl SharedScan {
     pub(crate) fn new() -> Self {
         SharedScan {
             batches: Mutex::new(Batches {
-                open: ptr::null(),
-                open_len: 0,
+                open: List::new(),
                 filter: Bloom::default(),
                 unbarriered: false,
                 combining: false,
+                blocked: List::new(),
+                polling: false,
             }),
             callers: CachePadded::new(std::sync::atomic::AtomicUsize::new(0)),
         }
@@ -227,79 +131,44 @@ impl SharedScan {
         let _caller = (!barriered).then(|| CallerCount::enter(&self.callers));
         let me = Waiter::new(addr);
         let mut batches = self.lock();
-        me.next.with_mut(|p| {
-            // SAFETY: `me` is not linked yet; nobody else can see it.
-            unsafe { *p = batches.open.cast() }
-        });
-        batches.open = ptr::from_ref(&me).cast();
-        batches.open_len += 1;
+        batches.open.push(&me);
         batches.filter.insert(addr);
         batches.unbarriered |= !barriered;
-        while !me.served(&batches) {
-            if !batches.combining {
-                batches = self.combine(domain, batches, &me);
-                continue;
-            }
-            batches = me
-                .wake
-                .wait(batches)
-                .unwrap_or_else(PoisonError::into_inner);
-            if domain.faults().wake_without_recheck && Self::unlink(&mut batches, &me) {
-                // Fault: the wake-up that elected us combiner is taken as the end of the
-                // wait (unlinked first, so that no combiner touches the record later; the
-                // election passes on, so the fault shows as an early release, not a hang).
-                // SAFETY: open waiters are alive until served, and we hold the batch lock.
-                if let Some(next) = unsafe { batches.open.as_ref() } {
-                    next.wake.notify_one();
+        loop {
+            let state = me.state(&batches.locked());
+            match state {
+                State::Served => return,
+                State::Queued if !batches.combining => {
+                    batches = self.combine(domain, batches, &me);
                 }
-                return;
-            }
-        }
-        drop(batches);
-        if let Outcome::Blocked {
-            generation,
-            at,
-            seen,
-        } = me.outcome()
-        {
-            let blocker = Blocker {
-                addr,
-                generation: Some(generation),
-            };
-            domain.drain_from(blocker, at, Some(seen));
-        }
-    }
-
-    /// Removes `me` from the open batch if it is there (the `wake_without_recheck` fault
-    /// only). The filter keeps its bits: a stale bit is a false positive.
-    fn unlink(batches: &mut Batches, me: &Waiter<'_>) -> bool {
-        let me: *const Waiter<'static> = ptr::from_ref(me).cast();
-        let mut link: *const Waiter<'static> = ptr::null();
-        let mut cur = batches.open;
-        while !cur.is_null() {
-            // SAFETY: waiters of the open batch are alive (they are not served yet), and
-            // we hold the batch lock, which owns the open batch.
-            let next = unsafe { &*cur }.next();
-            if cur == me {
-                if link.is_null() {
-                    batches.open = next;
-                } else {
-                    // SAFETY: as above; `link` is a waiter of the open batch.
-                    let link = unsafe { &*link };
-                    // SAFETY: the open batch's links are written under the batch lock only.
-                    link.next.with_mut(|p| unsafe { *p = next });
+                State::Blocked if !batches.polling => {
+                    batches = self.poll(domain, batches, &me);
                 }
-                batches.open_len -= 1;
-                return true;
+                State::Queued | State::Blocked => {
+                    batches = me
+                        .wake
+                        .wait(batches)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if domain.faults().wake_without_recheck
+                        && state == State::Queued
+                        && batches.open.remove(&me)
+                    {
+                        // Fault: the wake-up that elected us combiner is taken as the end
+                        // of the wait (unlinked first, so that no combiner touches the
+                        // record later; the election passes on, so the fault shows as an
+                        // early release, not a hang).
+                        if let Some(next) = batches.open.first() {
+                            next.wake.notify_one();
+                        }
+                        return;
+                    }
+                }
             }
-            link = cur;
-            cur = next;
         }
-        false
     }
 
     /// Serve the open batch (which contains `me`): close, barrier, flip, sweep, hand out
-    /// the outcomes. Returns with the lock held again and `me` served.
+    /// the outcomes. Returns with the lock held again.
     fn combine<'s, 'd>(
         &'s self,
         domain: &'d Domain,
@@ -323,7 +192,7 @@ impl SharedScan {
         };
         if batches.unbarriered {
             // Relaxed: a hint (callers that may still join; see `callers`).
-            let busy = self.callers.load(Relaxed) > batches.open_len;
+            let busy = self.callers.load(Relaxed) > batches.open.len;
             drop(batches);
             domain.gather_callers(busy);
             batches = self.lock();
@@ -331,30 +200,27 @@ impl SharedScan {
         // Close the batch before the flip: every waiter in it unpublished (and issued its
         // own barrier, unless `unbarriered`) before joining, which the lock orders before
         // our barrier and flip.
-        let mut batch = Batch {
-            newest: std::mem::replace(&mut batches.open, ptr::null()).cast(),
-            len: std::mem::take(&mut batches.open_len),
-            filter: std::mem::take(&mut batches.filter),
-            unbarriered: std::mem::take(&mut batches.unbarriered),
-        };
+        let batch = batches.open.take();
+        let mut filter = std::mem::take(&mut batches.filter);
+        let unbarriered = std::mem::take(&mut batches.unbarriered);
         drop(batches);
         // A pause instruction; in the loom build a yield, so that the models explore
         // callers joining the next batch while this one is served without spending their
         // preemption bound on it.
         spin_hint();
         let generation = early_generation.unwrap_or_else(|| {
-            domain.batch_barrier(batch.unbarriered);
+            domain.batch_barrier(unbarriered);
             domain.flip()
         });
         if faults.saturated_filter {
-            batch.filter.saturate();
+            filter.saturate();
         }
         let own_only = faults.combiner_checks_own_only.then_some(me);
-        let swept = domain.sweep(&batch, generation, own_only);
+        let swept = domain.sweep(&batch, &filter, generation, own_only);
         if faults.batch_completion {
             // Fault: all-or-nothing completion, the replaced design: the combiner finishes
             // every waiter's wait before it releases any.
-            for waiter in batch.waiters() {
+            for waiter in batch.iter() {
                 if let Outcome::Blocked { at, seen, .. } = waiter.outcome() {
                     let blocker = Blocker {
                         addr: waiter.addr,
@@ -368,19 +234,89 @@ impl SharedScan {
         domain.counters.record_batch(batch.len as u64, &swept);
 
         let mut batches = self.lock();
-        for waiter in batch.waiters() {
-            waiter.set_served(&mut batches);
-            // Under the lock: the waiter cannot see `served`, return and drop its
-            // condition variable before this call is done with it.
-            waiter.wake.notify_one();
+        for waiter in batch.drain() {
+            match waiter.outcome() {
+                Outcome::Clear => {
+                    waiter.set_state(State::Served, &batches.locked());
+                    // Under the lock: the waiter cannot see `Served`, return and drop its
+                    // condition variable before this call is done with it.
+                    waiter.wake.notify_one();
+                }
+                Outcome::Blocked { .. } => {
+                    waiter.set_state(State::Blocked, &batches.locked());
+                    batches.blocked.push(waiter);
+                }
+            }
         }
         batches.combining = false;
-        // Waiters that joined while we worked elect one of them to combine their batch.
-        // SAFETY: open waiters are alive until served, and we hold the batch lock.
-        if let Some(next) = unsafe { batches.open.as_ref() } {
+        // Waiters that joined while we worked elect one of them to combine their batch,
+        // and the blocked ones one to poll, if nobody does.
+        if let Some(next) = batches.open.first() {
             next.wake.notify_one();
         }
+        if !batches.polling {
+            if let Some(next) = batches.blocked.first() {
+                next.wake.notify_one();
+            }
+        }
         batches
+    }
+
+    /// Poll the blocked list (which contains `me`) until `me`'s own scan ends, serving
+    /// every other waiter whose scan ends meanwhile. Returns with the lock held again and
+    /// `me` served.
+    fn poll<'s, 'd>(
+        &'s self,
+        domain: &'d Domain,
+        mut batches: MutexGuard<'s, Batches>,
+        me: &Waiter<'d>,
+    ) -> MutexGuard<'s, Batches> {
+        batches.polling = true;
+        let mut mine = batches.blocked.take();
+        drop(batches);
+        let mut backoff = Backoff::new();
+        loop {
+            let (mut finished, mut waiting) = (List::new(), List::new());
+            for waiter in mine.drain() {
+                if domain.advance(waiter) {
+                    finished.push(waiter);
+                } else {
+                    waiting.push(waiter);
+                }
+            }
+            mine = waiting;
+            let mut batches = self.lock();
+            let arrived = batches.blocked.take();
+            let changed = finished.len > 0 || arrived.len > 0;
+            mine.append(arrived);
+            if mine.len > 0 {
+                domain
+                    .counters
+                    .released_early
+                    .fetch_add(finished.len as u64, Relaxed);
+            }
+            let mut done = false;
+            for waiter in finished.drain() {
+                done |= ptr::eq(waiter, me);
+                waiter.set_state(State::Served, &batches.locked());
+                // Under the lock, as in `combine`.
+                waiter.wake.notify_one();
+            }
+            if done {
+                // Hand the rest back and wake one of them to poll next.
+                batches.blocked = mine;
+                batches.polling = false;
+                if let Some(next) = batches.blocked.first() {
+                    next.wake.notify_one();
+                }
+                return batches;
+            }
+            drop(batches);
+            if changed {
+                backoff = Backoff::new();
+            }
+            backoff.wait();
+        }
     }
 }
 
@@ -391,23 +327,24 @@ impl Domain {
     /// fault): only that waiter is checked.
     fn sweep<'d>(
         &'d self,
-        batch: &Batch<'d>,
+        batch: &List,
+        filter: &Bloom,
         generation: usize,
         own_only: Option<&Waiter<'d>>,
     ) -> Swept {
         self.counters.scan_passes.fetch_add(1, Relaxed);
         let checked = |w: &Waiter<'d>| own_only.is_none_or(|own| ptr::eq(own, w));
         let mut swept = Swept::default();
-        let mut unresolved = batch.waiters().filter(|w| checked(w)).count();
+        let mut unresolved = batch.iter().filter(|w| checked(w)).count();
         let mut cursor = Cursor::start(self);
         while unresolved > 0 {
             let Some(slot) = cursor.slot() else { break };
             let seen = slot.observe();
             let value = seen.value;
             let blocks_all = value & 1 == 1 && wildcard_blocks(value, Some(generation));
-            if blocks_all || (value != 0 && value & 1 == 0 && batch.filter.may_contain(value)) {
+            if blocks_all || (value != 0 && value & 1 == 0 && filter.may_contain(value)) {
                 let mut matched = false;
-                for waiter in batch.waiters().filter(|w| checked(w)) {
+                for waiter in batch.iter().filter(|w| checked(w)) {
                     if !blocks_all && waiter.addr != value {
                         continue;
                     }
@@ -427,6 +364,48 @@ impl Domain {
             cursor.advance();
         }
         swept
+    }
+
+    /// One poll for a blocked waiter (owned by the caller): if the slot that blocked it
+    /// is seen released, continue its scan to the next slot that blocks it. Returns
+    /// whether its scan reached the end (its wait is over).
+    fn advance(&self, waiter: &Waiter<'_>) -> bool {
+        let Outcome::Blocked {
+            generation,
+            at,
+            seen,
+        } = waiter.outcome()
+        else {
+            return true;
+        };
+        let blocker = Blocker {
+            addr: waiter.addr,
+            generation: Some(generation),
+        };
+        if let Some(slot) = at.slot() {
+            self.counters.slot_polls.fetch_add(1, Relaxed);
+            let now = slot.observe();
+            let released = now.seq != seen.seq && !self.faults().ignore_release_seq;
+            if !released && blocker.blocks(now.value) {
+                return false;
+            }
+        }
+        let mut cursor = at;
+        cursor.advance();
+        while let Some(slot) = cursor.slot() {
+            let seen = slot.observe();
+            if blocker.blocks(seen.value) {
+                waiter.set_outcome(Outcome::Blocked {
+                    generation,
+                    at: cursor,
+                    seen,
+                });
+                return false;
+            }
+            cursor.advance();
+        }
+        waiter.set_outcome(Outcome::Clear);
+        true
     }
 }
 
