@@ -170,22 +170,21 @@ impl Domain {
         self.barrier_seq.load(Relaxed) & 1 == 1
     }
 
-    /// Asymmetric mode: a combiner about to close a batch that needs a `membarrier` lets
-    /// more callers join first, yielding its CPU: until a `membarrier` in flight ends
-    /// (it started before the batch's waiters joined, so it cannot serve them), and once
-    /// more if `busy` (other callers are inside `synchronize` but not in the batch, so
-    /// they may be about to join). Callers that run meanwhile join the still-open batch,
-    /// and the batch's one barrier serves them too. A caller alone never yields.
-    pub(crate) fn gather_callers(&self, busy: bool) {
+    /// Asymmetric mode: a combiner about to close a batch, which needs a `membarrier`,
+    /// first lets more callers join, yielding its CPU (`sched_yield`) until a `membarrier`
+    /// in flight ends (it started before the batch's waiters joined, so it cannot serve
+    /// them), and then once more. Callers that run meanwhile join the still-open batch, and
+    /// the batch's one barrier serves them too. A caller alone, with nothing else to run on
+    /// its CPU, gets the CPU straight back; otherwise this trades latency for fewer
+    /// barriers (BENCHMARKS.md has both).
+    pub(crate) fn gather_callers(&self) {
         if self.mode != FenceMode::Asymmetric {
             return;
         }
         while self.barrier_in_flight() {
             yield_now();
         }
-        if busy {
-            yield_now();
-        }
+        yield_now();
     }
 
     /// One `membarrier` serves every caller that arrives before it starts (the sequence

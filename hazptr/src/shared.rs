@@ -36,8 +36,6 @@ use std::ptr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::PoisonError;
 
-use crossbeam_utils::CachePadded;
-
 use crate::bloom::Bloom;
 use crate::primitive::{spin_hint, Mutex, MutexGuard};
 use crate::scan::{wildcard_blocks, Blocker, Cursor};
@@ -77,31 +75,9 @@ struct Swept {
     false_positives: u64,
 }
 
-/// Counts one caller in `SharedScan::callers` while it lives.
-struct CallerCount<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl<'a> CallerCount<'a> {
-    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Self {
-        // Relaxed: a hint (see `SharedScan::callers`).
-        count.fetch_add(1, Relaxed);
-        CallerCount(count)
-    }
-}
-
-impl Drop for CallerCount<'_> {
-    fn drop(&mut self) {
-        // Relaxed: as in `enter`.
-        self.0.fetch_sub(1, Relaxed);
-    }
-}
-
 /// The batch state of one domain.
 pub(crate) struct SharedScan {
     batches: Mutex<Batches>,
-    /// Callers inside `wait` that joined without a barrier (Asymmetric mode): more of
-    /// them than the open batch holds means others may be about to join, so a combiner
-    /// lets them (`Domain::gather_callers`). A hint with no ordering role.
-    callers: CachePadded<std::sync::atomic::AtomicUsize>,
 }
 
 impl SharedScan {
@@ -115,7 +91,6 @@ impl SharedScan {
                 blocked: List::new(),
                 polling: false,
             }),
-            callers: CachePadded::new(std::sync::atomic::AtomicUsize::new(0)),
         }
     }
 
@@ -128,7 +103,6 @@ impl SharedScan {
     /// Wait, in a batch, until no slot that protected `addr` when the caller unpublished it
     /// still does. `barriered`: the caller issued a heavy barrier after its unpublish.
     pub(crate) fn wait(&self, domain: &Domain, addr: usize, barriered: bool) {
-        let _caller = (!barriered).then(|| CallerCount::enter(&self.callers));
         let me = Waiter::new(addr);
         let mut batches = self.lock();
         batches.open.push(&me);
@@ -191,10 +165,8 @@ impl SharedScan {
             None
         };
         if batches.unbarriered {
-            // Relaxed: a hint (callers that may still join; see `callers`).
-            let busy = self.callers.load(Relaxed) > batches.open.len;
             drop(batches);
-            domain.gather_callers(busy);
+            domain.gather_callers();
             batches = self.lock();
         }
         // Close the batch before the flip: every waiter in it unpublished (and issued its
