@@ -170,21 +170,13 @@ impl Domain {
         self.barrier_seq.load(Relaxed) & 1 == 1
     }
 
-    /// Asymmetric mode: a combiner about to close a batch, which needs a `membarrier`,
-    /// first lets more callers join, yielding its CPU (`sched_yield`) until a `membarrier`
-    /// in flight ends (it started before the batch's waiters joined, so it cannot serve
-    /// them), and then once more. Callers that run meanwhile join the still-open batch, and
-    /// the batch's one barrier serves them too. A caller alone, with nothing else to run on
-    /// its CPU, gets the CPU straight back; otherwise this trades latency for fewer
-    /// barriers (BENCHMARKS.md has both).
-    pub(crate) fn gather_callers(&self) {
-        if self.mode != FenceMode::Asymmetric {
-            return;
-        }
+    /// Yield the CPU (`sched_yield`) while a `membarrier` is in flight: a combiner about
+    /// to close a batch cannot use it (it started before the batch's waiters joined), and
+    /// callers that run meanwhile can still join the batch.
+    pub(crate) fn let_barrier_in_flight_end(&self) {
         while self.barrier_in_flight() {
             yield_now();
         }
-        yield_now();
     }
 
     /// One `membarrier` serves every caller that arrives before it starts (the sequence

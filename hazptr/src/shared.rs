@@ -9,7 +9,8 @@
 //!
 //! 1. closes the open batch *before* it flips the wildcard generation (a waiter that joins
 //!    later belongs to the next batch and its next flip); in Asymmetric mode it first
-//!    lets more callers join (`Domain::gather_callers`),
+//!    lets more callers join: while a `membarrier` is in flight, and for a short timed
+//!    wait when other callers are inside `synchronize`,
 //! 2. issues the batch's barrier (see `Domain::batch_barrier`) and flips,
 //! 3. **sweeps** every slot once, primary slots first: a slot value that misses the filter
 //!    blocks nobody; a hit, or a wildcard older than the flip, is compared exactly with
@@ -33,8 +34,12 @@
 
 use std::marker::PhantomData;
 use std::ptr;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::PoisonError;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
 
 use crate::bloom::Bloom;
 use crate::primitive::{spin_hint, Mutex, MutexGuard};
@@ -75,9 +80,36 @@ struct Swept {
     false_positives: u64,
 }
 
+/// How long an Asymmetric combiner waits for more callers to join its batch when others
+/// are inside `synchronize` (a timed wait, so a combiner that gave its CPU to busy readers
+/// gets it back soon; the timer's slack usually makes it longer).
+const GATHER: Duration = Duration::from_micros(20);
+
+/// Counts one caller in `SharedScan::callers` while it lives.
+struct CallerCount<'a>(&'a AtomicUsize);
+
+impl<'a> CallerCount<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        // Relaxed: a hint (see `SharedScan::callers`).
+        count.fetch_add(1, Relaxed);
+        CallerCount(count)
+    }
+}
+
+impl Drop for CallerCount<'_> {
+    fn drop(&mut self) {
+        // Relaxed: as in `enter`.
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
 /// The batch state of one domain.
 pub(crate) struct SharedScan {
     batches: Mutex<Batches>,
+    /// Callers inside `wait` that joined without a barrier (Asymmetric mode). More of
+    /// them than the open batch holds means that others may be about to join, so a
+    /// combiner waits for them a little. A hint with no ordering role.
+    callers: CachePadded<AtomicUsize>,
 }
 
 impl SharedScan {
@@ -91,6 +123,7 @@ impl SharedScan {
                 blocked: List::new(),
                 polling: false,
             }),
+            callers: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
@@ -103,6 +136,7 @@ impl SharedScan {
     /// Wait, in a batch, until no slot that protected `addr` when the caller unpublished it
     /// still does. `barriered`: the caller issued a heavy barrier after its unpublish.
     pub(crate) fn wait(&self, domain: &Domain, addr: usize, barriered: bool) {
+        let _caller = (!barriered).then(|| CallerCount::enter(&self.callers));
         let me = Waiter::new(addr);
         let mut batches = self.lock();
         batches.open.push(&me);
@@ -165,9 +199,22 @@ impl SharedScan {
             None
         };
         if batches.unbarriered {
+            // Let more callers join the batch that its one `membarrier` will serve: until
+            // a `membarrier` in flight ends (it started before our waiters joined, so it
+            // cannot serve them), and for `GATHER` if other callers are about.
             drop(batches);
-            domain.gather_callers();
+            domain.let_barrier_in_flight_end();
             batches = self.lock();
+            // Relaxed: a hint (see `callers`).
+            if self.callers.load(Relaxed) > batches.open.len {
+                // Nobody notifies a combiner's own condition variable: this times out,
+                // unless the wake-up is spurious, which only shortens the wait.
+                batches = me
+                    .wake
+                    .wait_timeout(batches, GATHER)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
         }
         // Close the batch before the flip: every waiter in it unpublished (and issued its
         // own barrier, unless `unbarriered`) before joining, which the lock orders before
