@@ -63,7 +63,15 @@ struct Batches {
     blocked: List,
     /// A poller is at work (it owns the waiters it took out of `blocked`).
     polling: bool,
+    /// The poller's record while `polling`: a combiner that adds blocked waiters wakes it
+    /// from its sleep, so that they are polled at once.
+    poller: *const Waiter<'static>,
 }
+
+// SAFETY: `poller` names the record of a thread inside `SharedScan::poll`, valid while
+// `polling` is set (the poller clears both under the lock before it returns), and is only
+// used under the lock; the lists are `Send`.
+unsafe impl Send for Batches {}
 
 impl Batches {
     fn locked(&self) -> Locked<'_> {
@@ -122,6 +130,7 @@ impl SharedScan {
                 combining: false,
                 blocked: List::new(),
                 polling: false,
+                poller: ptr::null(),
             }),
             callers: CachePadded::new(AtomicUsize::new(0)),
         }
@@ -269,12 +278,16 @@ impl SharedScan {
         }
         batches.combining = false;
         // Waiters that joined while we worked elect one of them to combine their batch,
-        // and the blocked ones one to poll, if nobody does.
+        // and the blocked ones one to poll if nobody does, or wake the poller.
         if let Some(next) = batches.open.first() {
             next.wake.notify_one();
         }
-        if !batches.polling {
-            if let Some(next) = batches.blocked.first() {
+        if batches.blocked.len > 0 {
+            if batches.polling {
+                // SAFETY: the poller's record is alive while `polling` (see `poller`),
+                // and we hold the lock.
+                unsafe { &*batches.poller }.wake.notify_one();
+            } else if let Some(next) = batches.blocked.first() {
                 next.wake.notify_one();
             }
         }
@@ -291,6 +304,7 @@ impl SharedScan {
         me: &Waiter<'d>,
     ) -> MutexGuard<'s, Batches> {
         batches.polling = true;
+        batches.poller = ptr::from_ref(me).cast();
         let mut mine = batches.blocked.take();
         drop(batches);
         let mut backoff = Backoff::new();
@@ -325,16 +339,28 @@ impl SharedScan {
                 // Hand the rest back and wake one of them to poll next.
                 batches.blocked = mine;
                 batches.polling = false;
+                batches.poller = ptr::null();
                 if let Some(next) = batches.blocked.first() {
                     next.wake.notify_one();
                 }
                 return batches;
             }
-            drop(batches);
             if changed {
                 backoff = Backoff::new();
             }
-            backoff.wait();
+            // Sleep on our own condition variable, so that a combiner that hands us more
+            // blocked waiters wakes us at once (a spurious wake-up only polls early).
+            match backoff.next_pause() {
+                Some(pause) => drop(
+                    me.wake
+                        .wait_timeout(batches, pause)
+                        .unwrap_or_else(PoisonError::into_inner),
+                ),
+                None => {
+                    drop(batches);
+                    backoff.spin();
+                }
+            }
         }
     }
 }

@@ -37,20 +37,37 @@ impl Backoff {
 
     /// Wait a little before the next poll.
     pub(crate) fn wait(&mut self) {
+        match self.next_pause() {
+            Some(sleep) => std::thread::sleep(sleep),
+            None => self.spin(),
+        }
+    }
+
+    /// Start the next pause: `None` while spinning (call [`Backoff::spin`]), else how
+    /// long to sleep (a waiter that others may wake sleeps on its condition variable).
+    pub(crate) fn next_pause(&mut self) -> Option<Duration> {
         self.round += 1;
         if MODEL_CHECKED {
-            // A spin is a yield to the model's scheduler; one is enough.
-            spin_hint();
-            return;
+            return None;
         }
         let start = *self.start.get_or_insert_with(Instant::now);
         if start.elapsed() < SPIN_FOR {
-            for _ in 0..1u32 << self.round.min(10) {
-                spin_hint();
-            }
-        } else {
-            std::thread::sleep(self.sleep);
-            self.sleep = (self.sleep * 2).min(MAX_SLEEP);
+            return None;
+        }
+        let sleep = self.sleep;
+        self.sleep = (self.sleep * 2).min(MAX_SLEEP);
+        Some(sleep)
+    }
+
+    /// One spinning pause: a spin loop that doubles each round; in the loom build one
+    /// yield to the model's scheduler.
+    pub(crate) fn spin(&self) {
+        if MODEL_CHECKED {
+            spin_hint();
+            return;
+        }
+        for _ in 0..1u32 << self.round.min(10) {
+            spin_hint();
         }
     }
 }
