@@ -118,7 +118,14 @@ pub(crate) struct SharedScan {
     /// them than the open batch holds means that others may be about to join, so a
     /// combiner waits for them a little. A hint with no ordering role.
     callers: CachePadded<AtomicUsize>,
+    /// A combiner added waiters to the blocked list while a poller was at work: the
+    /// poller takes them in at its next round. A hint with no ordering role (the lock
+    /// orders the hand-over; the poller also takes the lock every few rounds).
+    handed_over: std::sync::atomic::AtomicBool,
 }
+
+/// Spinning poll rounds after which the poller takes the lock anyway.
+const UNLOCKED_ROUNDS: u32 = 16;
 
 impl SharedScan {
     pub(crate) fn new() -> Self {
@@ -133,6 +140,7 @@ impl SharedScan {
                 poller: ptr::null(),
             }),
             callers: CachePadded::new(AtomicUsize::new(0)),
+            handed_over: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -284,6 +292,8 @@ impl SharedScan {
         }
         if batches.blocked.len > 0 {
             if batches.polling {
+                // Relaxed: a hint for the poller's next round (see `handed_over`).
+                self.handed_over.store(true, Relaxed);
                 // SAFETY: the poller's record is alive while `polling` (see `poller`),
                 // and we hold the lock.
                 unsafe { &*batches.poller }.wake.notify_one();
@@ -308,6 +318,7 @@ impl SharedScan {
         let mut mine = batches.blocked.take();
         drop(batches);
         let mut backoff = Backoff::new();
+        let mut unlocked_rounds = 0u32;
         loop {
             let (mut finished, mut waiting) = (List::new(), List::new());
             for waiter in mine.drain() {
@@ -318,7 +329,26 @@ impl SharedScan {
                 }
             }
             mine = waiting;
+            // Take the lock only to serve, to take in waiters a combiner handed over, to
+            // sleep, or every few rounds: polling must not contend with the combiners.
+            // Relaxed: a hint; the lock orders the hand-over itself.
+            let must_lock = finished.len > 0
+                || self.handed_over.load(Relaxed)
+                || unlocked_rounds >= UNLOCKED_ROUNDS;
+            let pause = if must_lock {
+                None
+            } else {
+                backoff.next_pause()
+            };
+            if !must_lock && pause.is_none() {
+                unlocked_rounds += 1;
+                backoff.spin();
+                continue;
+            }
+            unlocked_rounds = 0;
             let mut batches = self.lock();
+            // Relaxed: as above.
+            self.handed_over.store(false, Relaxed);
             let arrived = batches.blocked.take();
             let changed = finished.len > 0 || arrived.len > 0;
             mine.append(arrived);
@@ -347,19 +377,18 @@ impl SharedScan {
             }
             if changed {
                 backoff = Backoff::new();
+                continue;
             }
-            // Sleep on our own condition variable, so that a combiner that hands us more
-            // blocked waiters wakes us at once (a spurious wake-up only polls early).
-            match backoff.next_pause() {
+            match pause {
+                // Sleep on our own condition variable, so that a combiner that hands us
+                // more blocked waiters wakes us at once (a spurious wake-up only polls
+                // early).
                 Some(pause) => drop(
                     me.wake
                         .wait_timeout(batches, pause)
                         .unwrap_or_else(PoisonError::into_inner),
                 ),
-                None => {
-                    drop(batches);
-                    backoff.spin();
-                }
+                None => drop(batches),
             }
         }
     }
