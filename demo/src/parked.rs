@@ -80,6 +80,8 @@ pub struct Config {
 pub struct Cell {
     /// Latency of the writers on other addresses.
     pub others: Histogram,
+    /// Calls of those writers that took at least the parked reader's hold time.
+    pub others_over_hold: u64,
     /// Latency of the writer on the parked address.
     pub parked: Histogram,
     /// hazptr domain counters over the window (none for the liburcu rows).
@@ -107,16 +109,19 @@ impl Window {
     }
 }
 
-/// One timed loop of `op`, recording each call's latency.
-fn timed_loop(w: &Window, mut op: impl FnMut()) -> Histogram {
-    let mut h = Histogram::default();
+/// One timed loop of `op`, recording each call's latency; also returns how many calls
+/// took at least `hold`.
+fn timed_loop(w: &Window, hold: Duration, mut op: impl FnMut()) -> (Histogram, u64) {
+    let (mut h, mut over) = (Histogram::default(), 0u64);
     w.start.wait();
     while w.running() {
         let t = Instant::now();
         op();
-        h.record(t.elapsed().as_nanos() as u64);
+        let took = t.elapsed();
+        over += u64::from(took >= hold);
+        h.record(took.as_nanos() as u64);
     }
-    h
+    (h, over)
 }
 
 /// Runs the cell `kind`.
@@ -143,6 +148,7 @@ fn run_hazptr(kind: Kind, cfg: &Config) -> Cell {
         stop: AtomicBool::new(false),
     };
     let (mut others, mut parked, mut stats) = (Histogram::default(), Histogram::default(), None);
+    let mut over_hold = 0u64;
     std::thread::scope(|s| {
         let (w, domain, addr) = (&w, &domain, &addr);
         s.spawn(move || {
@@ -202,7 +208,7 @@ fn run_hazptr(kind: Kind, cfg: &Config) -> Cell {
             if rcu {
                 rcu::register_thread();
             }
-            timed_loop(w, || sync(0))
+            timed_loop(w, cfg.hold, || sync(0)).0
         });
         let writers: Vec<_> = (1..=cfg.nw)
             .map(|i| {
@@ -210,7 +216,7 @@ fn run_hazptr(kind: Kind, cfg: &Config) -> Cell {
                     if rcu {
                         rcu::register_thread();
                     }
-                    timed_loop(w, || sync(i))
+                    timed_loop(w, cfg.hold, || sync(i))
                 })
             })
             .collect();
@@ -221,13 +227,16 @@ fn run_hazptr(kind: Kind, cfg: &Config) -> Cell {
         // Relaxed: a stop flag.
         w.stop.store(true, Ordering::Relaxed);
         for h in writers {
-            others.merge(&h.join().expect("writer panicked"));
+            let (h, over) = h.join().expect("writer panicked");
+            others.merge(&h);
+            over_hold += over;
         }
         parked = parked_writer.join().expect("parked writer panicked");
         stats = (!rcu).then(|| delta(&domain.stats(), &before));
     });
     Cell {
         others,
+        others_over_hold: over_hold,
         parked,
         stats,
     }
@@ -273,6 +282,7 @@ fn run_lockdep(kind: Kind, cfg: &Config) -> Cell {
     };
     let global = Domain::global();
     let (mut others, mut parked, mut stats) = (Histogram::default(), Histogram::default(), None);
+    let mut over_hold = 0u64;
     std::thread::scope(|s| {
         let (w, x, keys) = (&w, &x, &keys);
         s.spawn(move || {
@@ -314,7 +324,7 @@ fn run_lockdep(kind: Kind, cfg: &Config) -> Cell {
             if rcu {
                 rcu::register_thread();
             }
-            timed_loop(w, || cycle(x))
+            timed_loop(w, cfg.hold, || cycle(x)).0
         });
         let writers: Vec<_> = keys
             .iter()
@@ -323,7 +333,7 @@ fn run_lockdep(kind: Kind, cfg: &Config) -> Cell {
                     if rcu {
                         rcu::register_thread();
                     }
-                    timed_loop(w, || cycle(key))
+                    timed_loop(w, cfg.hold, || cycle(key))
                 })
             })
             .collect();
@@ -334,7 +344,9 @@ fn run_lockdep(kind: Kind, cfg: &Config) -> Cell {
         // Relaxed: a stop flag.
         w.stop.store(true, Ordering::Relaxed);
         for h in writers {
-            others.merge(&h.join().expect("writer panicked"));
+            let (h, over) = h.join().expect("writer panicked");
+            others.merge(&h);
+            over_hold += over;
         }
         parked = parked_writer.join().expect("parked writer panicked");
         stats = (!rcu).then(|| delta(&global.stats(), &before));
@@ -344,6 +356,7 @@ fn run_lockdep(kind: Kind, cfg: &Config) -> Cell {
     WaitMode::Hazptr.install();
     Cell {
         others,
+        others_over_hold: over_hold,
         parked,
         stats,
     }

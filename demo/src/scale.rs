@@ -374,6 +374,7 @@ struct ParkedRow {
     others_p99: Vec<f64>,
     others_max: Vec<f64>,
     others_calls: Vec<f64>,
+    others_over_hold: Vec<f64>,
     parked_p50: Vec<f64>,
     parked_calls: Vec<f64>,
     mean_batch: Vec<f64>,
@@ -403,6 +404,7 @@ fn run_parked(args: &Args) {
             row.others_p99.push(o.p99_us);
             row.others_max.push(o.max_us);
             row.others_calls.push(c.others.count() as f64);
+            row.others_over_hold.push(c.others_over_hold as f64);
             row.parked_p50.push(p.p50_us);
             row.parked_calls.push(c.parked.count() as f64);
             if let Some(s) = c.stats {
@@ -426,12 +428,13 @@ fn run_parked(args: &Args) {
         args.rounds
     );
     println!(
-        "{:<20} {:>11} {:>11} {:>11} {:>8} {:>11} {:>7} {:>10} {:>9} {:>8} {:>8} {:>11}",
+        "{:<20} {:>11} {:>11} {:>11} {:>8} {:>6} {:>11} {:>7} {:>10} {:>9} {:>8} {:>8} {:>11}",
         "wait",
         "others p50",
         "others p99",
         "others max",
         "calls",
+        ">=hold",
         "parked p50",
         "calls",
         "mean batch",
@@ -440,7 +443,7 @@ fn run_parked(args: &Args) {
         "bloom fp",
         "barriers/op"
     );
-    println!("{}", "-".repeat(139));
+    println!("{}", "-".repeat(146));
     for (kind, row) in kinds.iter().zip(rows) {
         let opt = |v: Vec<f64>, f: fn(f64) -> String| {
             if v.is_empty() {
@@ -450,12 +453,13 @@ fn run_parked(args: &Args) {
             }
         };
         println!(
-            "{:<20} {:>11} {:>11} {:>11} {:>8} {:>11} {:>7} {:>10} {:>9} {:>8} {:>8} {:>11}",
+            "{:<20} {:>11} {:>11} {:>11} {:>8} {:>6} {:>11} {:>7} {:>10} {:>9} {:>8} {:>8} {:>11}",
             kind.name(),
             fmt_us(median(row.others_p50)),
             fmt_us(median(row.others_p99)),
             fmt_us(median(row.others_max)),
             median(row.others_calls),
+            median(row.others_over_hold),
             fmt_us(median(row.parked_p50)),
             median(row.parked_calls),
             opt(row.mean_batch, |m| format!("{m:.2}")),
@@ -472,7 +476,7 @@ fn run_parked(args: &Args) {
     if !rcu::AVAILABLE {
         println!("note: {}", crate::modes::rcu_unavailable_note());
     }
-    println!("note: times in us; others = writers on addresses the parked reader does not hold; parked p50 = the writer on the parked address; lockdep rows time one unregister + register of a key; released = waiters released while a batch-mate was still blocked");
+    println!("note: times in us; others = writers on addresses the parked reader does not hold; >=hold = their calls that took at least the hold time; parked p50 = the writer on the parked address; lockdep rows time one unregister + register of a key; released = waiters released while a batch-mate was still blocked");
 }
 
 /// Runs the selected tables; returns the exit code.
