@@ -13,6 +13,7 @@ mod interrupts;
 mod latency;
 mod modes;
 mod output;
+mod parked;
 mod progress;
 mod qdisc;
 mod rcu;

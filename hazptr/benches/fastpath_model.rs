@@ -149,7 +149,8 @@ fn shape_proposed(d: &Dom, src: &AtomicPtr<u64>) {
     slot.0.store(0, Release);
 }
 
-/// The anchors' floor: store p, compiler fence, reload and compare, clear.
+/// The floor: store p, compiler fence, reload and compare, clear (the least an
+/// asymmetric protect can do).
 #[inline(always)]
 fn floor(slot: &Slot, src: &AtomicPtr<u64>) {
     // Relaxed store + compiler fence: the asymmetric scheme (the heavy side is elsewhere).

@@ -1,4 +1,4 @@
-//! Reader acquire+release cost, ns/op, all variants side by side in one run (issue 2).
+//! Reader acquire+release cost, ns/op, all variants side by side in one run.
 //!
 //! Every row does one complete read-side critical section on a heap `u64` published in an
 //! atomic pointer: acquire (protect / pin / enter), hand the protected pointer to

@@ -1,4 +1,4 @@
-//! `Domain::synchronize` latency with nothing to wait for (issue 2).
+//! `Domain::synchronize` latency with nothing to wait for.
 //!
 //! Setup per scenario: a fresh domain, 16 threads that each protect and release once in
 //! it (so each owns a registered record of 4 slots) and then block on a `Barrier`

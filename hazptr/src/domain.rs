@@ -7,49 +7,16 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use crate::faults::Faults;
 use crate::fence::{self, FenceMode};
 use crate::guard::{Guard, Holder};
 use crate::primitive::{AtomicPtr, AtomicUsize, Mutex};
 use crate::registry::Registry;
 use crate::retire::Retired;
-use crate::scan::{Blocker, Target};
+use crate::scan::{Blocker, Cursor};
 use crate::shared::SharedScan;
 use crate::slot::wildcard;
 use crate::stats::{Counters, Stats};
-
-/// Test-only faults for the loom models: each removes one ordering guarantee, and the
-/// model that guards it must then fail. Only exists under `cfg(loom)`.
-#[cfg(loom)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Faults {
-    /// Readers skip the fence between publishing the wildcard and loading the pointer.
-    pub no_reader_fence: bool,
-    /// `synchronize` skips its fence between the caller's unpublish and the scan.
-    pub no_scan_fence: bool,
-    /// `synchronize` exempts wildcards of the generation just before its own, as a 1-bit
-    /// generation would after two flips (the ABA hazard): a reader that published its
-    /// wildcard before the flip then escapes holding the old pointer.
-    pub exempt_previous_generation: bool,
-    /// `synchronize` scans the overflow list before the primary slots, so a guard
-    /// promoted (detached) between the two scans is missed.
-    pub overflow_first: bool,
-    /// `synchronize` ignores the per-slot release sequence and waits for the slot's value
-    /// to change, so readers that keep re-taking the address starve it.
-    pub ignore_release_seq: bool,
-    /// The shared-scan combiner flips the generation before it closes its batch, so a
-    /// waiter that joins in between is exempted from waiting on a new-generation wildcard
-    /// whose reader did not see that waiter's unpublish.
-    pub flip_before_close: bool,
-    /// The combiner waits only for its own address instead of the batch's filter, so the
-    /// other waiters of the batch are released early.
-    pub combiner_checks_own_only: bool,
-    /// A waiter takes any wake-up as the completion of its own batch, without checking
-    /// which batch completed, so the completion of an earlier batch releases it early.
-    pub wake_without_recheck: bool,
-    /// Every address hits the batch's filter (maximal Bloom false positives): a false
-    /// positive may only delay a batch, never release a waiter early or hang it.
-    pub saturated_filter: bool,
-}
 
 /// Why [`Domain::synchronize`] refused to wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,8 +61,8 @@ pub struct Domain {
     pub(crate) id: u64,
     pub(crate) mode: FenceMode,
     force_slow_path: StdAtomicBool,
-    #[cfg(loom)]
-    pub(crate) faults: Faults,
+    /// Honoured in the loom build only; read through `Domain::faults`.
+    faults: Faults,
     /// The wildcard generation; `synchronize` bumps it. Alone on its line: readers load
     /// it on every `protect`, synchronizers write it.
     pub(crate) generation: CachePadded<AtomicUsize>,
@@ -124,18 +91,12 @@ impl Domain {
     ///
     /// Cost: one or two syscalls for `Asymmetric`; no allocation until the first acquire.
     pub fn new(mode: FenceMode) -> Domain {
-        #[cfg(loom)]
-        let mode = {
-            let _ = mode;
-            FenceMode::Symmetric
-        };
         Domain {
             // Relaxed: a unique number, no ordering.
             id: NEXT_DOMAIN_ID.fetch_add(1, Relaxed),
             mode: fence::resolve(mode),
             force_slow_path: StdAtomicBool::new(false),
-            #[cfg(loom)]
-            faults: Faults::default(),
+            faults: Faults::NONE,
             generation: CachePadded::new(AtomicUsize::new(1)),
             barrier_seq: CachePadded::new(AtomicUsize::new(0)),
             registry: Arc::new(Registry::new()),
@@ -145,16 +106,23 @@ impl Domain {
         }
     }
 
-    /// A domain with test-only faults injected (loom models only).
-    #[cfg(loom)]
+    /// A [`FenceMode::Symmetric`] domain with test-only [`Faults`] injected, for the loom
+    /// models. The faults take effect only in the loom build (`--cfg hazptr_loom`);
+    /// elsewhere this is `Domain::new(FenceMode::Symmetric)`.
     pub fn with_faults(faults: Faults) -> Domain {
         let mut domain = Domain::new(FenceMode::Symmetric);
         domain.faults = faults;
         domain
     }
 
+    /// The faults in force: none outside the loom build (a constant the compiler folds).
+    #[inline(always)]
+    pub(crate) fn faults(&self) -> Faults {
+        self.faults.in_force()
+    }
+
     /// The process-wide default domain, [`FenceMode::Symmetric`], created on first use.
-    #[cfg(not(loom))]
+    /// Not for loom models: a static outlives the model's iterations.
     pub fn global() -> &'static Domain {
         static GLOBAL: std::sync::OnceLock<Domain> = std::sync::OnceLock::new();
         GLOBAL.get_or_init(|| Domain::new(FenceMode::Symmetric))
@@ -205,7 +173,7 @@ impl Domain {
         let holder = self.claim();
         let slot = holder.slot();
         slot.publish(wildcard(self.load_generation()));
-        self.reader_fence();
+        self.reader_fence(&holder);
         // Acquire: the object's initialization, published with Release by the writer, is
         // visible through the pointer we return.
         let ptr = src.load(Acquire);
@@ -240,7 +208,7 @@ impl Domain {
         assert!(!addr.is_null(), "hazptr: protect_addr(null)");
         let holder = self.claim();
         holder.slot().publish(addr as usize);
-        self.reader_fence();
+        self.reader_fence(&holder);
         Guard::new(holder, addr as *mut T)
     }
 
@@ -253,19 +221,21 @@ impl Domain {
     /// do not hold it up: a slot counts as released once it has been *seen* released
     /// (its release sequence moved), as in the kernel's shazptr scan.
     ///
+    /// Only readers of `addr` hold it up, never readers of other addresses, even when
+    /// other callers synchronize on those addresses at the same time.
+    ///
     /// How, in [`FenceMode::Symmetric`]: a SeqCst fence, then a **self-scan** of every
     /// slot, which returns at once if none protects `addr` or holds a wildcard (no write
-    /// to shared memory; about 0.1 µs for 16 threads here). Otherwise the caller joins the
-    /// **shared scan**: its address goes into the open batch's Bloom filter and one
-    /// combiner scans for the whole batch (see [`Domain::synchronize_direct`] for the
-    /// one-caller alternative).
+    /// to shared memory). Otherwise the caller joins the **shared scan**: concurrent
+    /// callers share one generation flip and one sweep over the slots, and each caller is
+    /// released as soon as its own address is clear (see [`Domain::synchronize_direct`]
+    /// for the one-caller alternative).
     ///
-    /// In [`FenceMode::Asymmetric`] a self-scan costs a `membarrier` (0.5 µs idle, about
-    /// 10 µs when it has to IPI a running thread), so a caller that finds a combiner at
-    /// work skips it and joins the next batch directly: that batch's one `membarrier`,
-    /// issued after the combiner closes it, serves every waiter in it. A caller that finds
-    /// no combiner self-scans as in Symmetric mode (its barrier is shared with concurrent
-    /// callers' through a sequence number).
+    /// In [`FenceMode::Asymmetric`] a self-scan would cost a `membarrier` of its own,
+    /// which is expensive when it has to interrupt running threads, so every caller joins
+    /// the shared scan directly: a batch's one `membarrier`, issued after the combiner
+    /// closes it, serves every waiter in it, and a caller alone pays about what a
+    /// self-scan would. BENCHMARKS.md has the costs measured.
     ///
     /// Null is never protected: `synchronize(null)` returns `Ok` at once. A guard leaked
     /// with `mem::forget`, or a [`DetachedGuard`](crate::DetachedGuard) the calling thread
@@ -278,13 +248,13 @@ impl Domain {
         let Some(addr) = self.begin_synchronize(addr)? else {
             return Ok(());
         };
-        // In Asymmetric mode a self-scan costs a `membarrier` of its own, so a caller that
-        // finds a combiner at work joins its next batch, whose one barrier serves all.
-        let self_scan = self.mode == FenceMode::Symmetric || !self.shared.combining_hint();
+        // In Asymmetric mode a self-scan would cost a `membarrier` of its own, so every
+        // caller joins a batch, whose one barrier serves all its waiters.
+        let self_scan = self.mode == FenceMode::Symmetric;
         if self_scan {
             self.heavy_barrier();
             let any_wildcard_or_addr = Blocker {
-                target: Target::Addr(addr),
+                addr,
                 generation: None,
             };
             if !self.any_blocks(any_wildcard_or_addr) {
@@ -297,20 +267,21 @@ impl Domain {
         Ok(())
     }
 
-    /// [`Domain::synchronize`] without the shared scan: the caller flips the generation
-    /// and waits on each blocking slot itself (spin, then sleeps from 1 µs doubling to
-    /// 1 ms). The kernel series' "direct" path, kept for comparison and for callers that
-    /// want no dependence on other synchronizers. Same contract and errors.
+    /// [`Domain::synchronize`] without the shared scan: the caller issues its own barrier,
+    /// flips the generation and waits on each blocking slot itself (spin, then sleeps
+    /// with exponential backoff). The kernel series' "direct" path, kept for comparison
+    /// and for callers that want no dependence on other synchronizers. Same contract and
+    /// errors.
     pub fn synchronize_direct<T: ?Sized>(&self, addr: *const T) -> Result<(), SynchronizeError> {
         let Some(addr) = self.begin_synchronize(addr)? else {
             return Ok(());
         };
         self.heavy_barrier();
         let blocker = Blocker {
-            target: Target::Addr(addr),
+            addr,
             generation: Some(self.flip()),
         };
-        if self.drain(blocker, None).waited {
+        if self.drain_from(blocker, Cursor::start(self), None) {
             self.counters.synchronize_waits.fetch_add(1, Relaxed);
         }
         Ok(())
@@ -332,16 +303,6 @@ impl Domain {
         Ok(Some(addr))
     }
 
-    #[cfg(loom)]
-    pub(crate) fn combiner_checks_own_only(&self) -> bool {
-        self.faults.combiner_checks_own_only
-    }
-
-    #[cfg(not(loom))]
-    pub(crate) fn combiner_checks_own_only(&self) -> bool {
-        false
-    }
-
     /// Whether the calling thread holds a guard on `addr` in this domain.
     fn protected_by_current_thread(&self, addr: usize) -> bool {
         let Some(record) = crate::local::existing_record(self.id, &self.registry) else {
@@ -358,15 +319,18 @@ impl Domain {
     /// The generation a reader puts in its wildcard.
     #[inline(always)]
     fn load_generation(&self) -> usize {
-        // Acquire: pairs with the AcqRel flip in `flip_and_fence` (see there). A plain
-        // `mov` on x86.
+        // Acquire: pairs with the AcqRel RMW in `Domain::flip` (see there). A plain `mov`
+        // on x86.
         self.generation.load(Acquire)
     }
 
+    /// The reader's half of the store-buffering pair, on the fast and the slow path alike.
     #[inline(always)]
-    fn reader_fence(&self) {
-        #[cfg(loom)]
-        if self.faults.no_reader_fence {
+    fn reader_fence(&self, holder: &Holder<'_>) {
+        let faults = self.faults();
+        if faults.no_reader_fence
+            || (faults.no_slow_path_fence && matches!(holder, Holder::Backup(_)))
+        {
             return;
         }
         fence::light(self.mode);

@@ -28,11 +28,19 @@
 //!   the pointer it protects. It blocks every `synchronize` that flipped the generation
 //!   after the wildcard's generation was read. The generation is a full machine word, not
 //!   one bit: a userspace thread can sleep through two flips, and a 1-bit generation would
-//!   then look current again (the ABA hazard of `shared/reference/hazptr-kernel.md` §2.6).
+//!   then look current again (an ABA hazard).
 //! * **Fence mode**: [`FenceMode::Symmetric`] puts a full fence on both sides;
 //!   [`FenceMode::Asymmetric`] leaves the reader a compiler fence and makes `synchronize`
 //!   call `membarrier`.
 //! * **Domain**: the set of slots a `synchronize` scans. [`Domain::global`] is the default.
+//! * **Shared scan**: concurrent `synchronize` callers that have to wait join one
+//!   *batch*; one of them, the *combiner*, issues the batch's barrier, flips the
+//!   generation and *sweeps* every slot once for all of them (a Bloom filter of the
+//!   batch's addresses keeps the sweep at one probe per slot). Each waiter is then
+//!   released as soon as *its own* address is clear: one that nothing blocks returns at
+//!   once; the scans of the blocked ones continue from the slot that blocked each, polled
+//!   by one of them (the *poller*) while the others sleep. A reader parked on one address
+//!   never delays a `synchronize` on another.
 //!
 //! # Memory-ordering argument
 //!
@@ -75,6 +83,30 @@
 //!    later proves that protection ended. Readers that keep re-taking a permanent bucket
 //!    head therefore cannot starve the writer. Model: `release_sequence_waiting` (the
 //!    writer livelocks when the sequence is ignored).
+//! 6. **Per-waiter completion in a shared batch.** A waiter joins the open batch under
+//!    the batch lock after its unpublish (in Symmetric mode also after its self-scan's
+//!    SeqCst fence). The combiner closes the batch under the same lock, so every waiter's
+//!    unpublish (and fence) happens-before the combiner's barrier and flip. In Asymmetric
+//!    mode waiters join without a barrier of their own; the combiner's `membarrier`,
+//!    which starts after the close, is the heavy side of point 1 for all of them. The sweep then observes each slot once after the flip, in the scan order of
+//!    point 4: for each waiter these are exactly the first observations a direct scan on
+//!    its behalf would make, so points 1–4 hold for each waiter separately. A slot blocks
+//!    a waiter only if it holds that waiter's own address or a wildcard older than the
+//!    flip; the Bloom filter only decides which values are compared exactly, and a false
+//!    positive matches no waiter. The combiner hands each waiter its outcome under the
+//!    batch lock: "clear" (it returns: the combiner's Acquire observations of every slot,
+//!    then the lock hand-off, put each protection that had ended before the waiter's
+//!    return, point 2), or "blocked at this slot, seen so" (its scan continues from that
+//!    slot with that observation, done by whichever waiter polls the blocked list; the
+//!    batch lock hands the waiter from the combiner to the poller and from one poller to
+//!    the next, ordering each one's loads before the next one's, so points 4 and 5 carry
+//!    over every hand-off, and the poller serves it under the lock once its scan ends,
+//!    as the combiner does). No waiter waits for a slot that does not block its own
+//!    address, the combiner never waits on another waiter's behalf, and the poller hands
+//!    its role on as soon as its own scan ends. Models: `waiter_with_a_clear_address_returns_while_another_is_blocked`
+//!    (fails under batch-level completion, where a waiter is released only when every
+//!    address of its batch is clear), `waiter_registered_after_flip_does_not_escape`
+//!    (fails when the combiner flips before it closes the batch).
 //!
 //! # Example
 //!
@@ -107,9 +139,12 @@
 //! never returns.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod bloom;
 mod domain;
+mod faults;
 mod fence;
 mod fork;
 mod guard;
@@ -122,13 +157,14 @@ mod shared;
 mod slot;
 mod stats;
 mod wait;
+mod waiter;
 
-#[cfg(loom)]
-pub use domain::Faults;
 pub use domain::{Domain, SynchronizeError};
+pub use faults::Faults;
 pub use fence::FenceMode;
 pub use guard::{DetachedGuard, Guard};
-/// The atomic pointer type [`Domain::protect`] loads: `std`'s, or loom's under `cfg(loom)`.
+/// The atomic pointer type [`Domain::protect`] loads: `std`'s, or loom's in the loom build
+/// (`cfg(hazptr_loom)`).
 pub use primitive::AtomicPtr;
 pub use registry::PRIMARY_SLOTS;
-pub use stats::Stats;
+pub use stats::{Stats, BATCH_SIZE_BUCKETS};

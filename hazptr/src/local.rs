@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::primitive::thread_local;
+use crate::primitive::{record_cache, thread_local, unwinding_out_of_model};
 use crate::registry::{Record, Registry};
 
 /// This thread's record in one domain. Holding the `Arc` keeps the record's memory alive
@@ -21,10 +21,7 @@ struct Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        // Under loom, a failing model tears its threads down while unwinding, outside the
-        // model, where loom atomics cannot be touched; the record is garbage then anyway.
-        #[cfg(loom)]
-        if std::thread::panicking() {
+        if unwinding_out_of_model() {
             return;
         }
         // SAFETY: `_registry` keeps the record allocated until this entry is gone.
@@ -38,27 +35,16 @@ impl Drop for Entries {
     fn drop(&mut self) {
         // Forget the cached record before handing the records back, so an acquire made by
         // a later thread-local destructor cannot reach a record another thread now owns.
-        #[cfg(not(loom))]
-        LAST.with(|c| c.set((0, std::ptr::null())));
+        record_cache::set((0, 0));
     }
 }
 
-#[cfg(not(loom))]
 thread_local! {
-    static LOCAL: RefCell<Entries> = const { RefCell::new(Entries(Vec::new())) };
-}
-
-#[cfg(loom)]
-thread_local! {
+    // Only the cold path reads it; the fast path reads `record_cache`. Lazily initialized
+    // because loom's `thread_local!` has no `const` form (the lazy check costs the cold
+    // path one branch).
+    #[allow(clippy::missing_const_for_thread_local)]
     static LOCAL: RefCell<Entries> = RefCell::new(Entries(Vec::new()));
-}
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// `(domain id, record)` of the last domain this thread used. `const` and without a
-    /// destructor, so reading it is a `%fs`-relative load and never fails.
-    static LAST: std::cell::Cell<(u64, *const Record)> =
-        const { std::cell::Cell::new((0, std::ptr::null())) };
 }
 
 /// The calling thread's record in the domain `domain_id`, claiming one in `registry` on
@@ -77,16 +63,13 @@ pub(crate) fn existing_record(domain_id: u64, registry: &Arc<Registry>) -> Optio
 
 #[inline(always)]
 fn lookup(domain_id: u64, registry: &Arc<Registry>, claim: bool) -> Option<&Record> {
-    #[cfg(not(loom))]
-    {
-        let (id, record) = LAST.with(|c| c.get());
-        if id == domain_id {
-            // SAFETY: LAST names a record of a live entry of this thread (it is cleared
-            // before entries are dropped); the entry keeps the registry, and so the record,
-            // alive; and the caller's borrow of the domain keeps the domain's registry Arc
-            // alive for the returned borrow.
-            return Some(unsafe { &*record });
-        }
+    let (id, record) = record_cache::get();
+    if id == domain_id {
+        // SAFETY: the cache names a record of a live entry of this thread (it is emptied
+        // before entries are dropped); the entry keeps the registry, and so the record,
+        // alive; and the caller's borrow of the domain keeps the domain's registry Arc
+        // alive for the returned borrow.
+        return Some(unsafe { &*(record as *const Record) });
     }
     record_slow(domain_id, registry, claim)
 }
@@ -109,8 +92,7 @@ fn record_slow(domain_id: u64, registry: &Arc<Registry>, claim: bool) -> Option<
                     record
                 }
             };
-            #[cfg(not(loom))]
-            LAST.with(|c| c.set((domain_id, record)));
+            record_cache::set((domain_id, record as usize));
             // SAFETY: the record lives as long as `registry`, which outlives the returned borrow.
             Some(unsafe { &*record })
         })

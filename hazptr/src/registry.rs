@@ -15,12 +15,14 @@ use crossbeam_utils::CachePadded;
 use crate::primitive::{AtomicBool, AtomicPtr, AtomicUsize};
 use crate::slot::Slot;
 
-/// Primary slots per thread record, as in the kernel's `NR_HAZPTR_PERCPU_SLOTS`.
-#[cfg(not(loom))]
-pub const PRIMARY_SLOTS: usize = 4;
-/// Under loom, two primary slots keep the models' state space small.
-#[cfg(loom)]
-pub const PRIMARY_SLOTS: usize = 2;
+/// Primary slots per thread record, as in the kernel's `NR_HAZPTR_PERCPU_SLOTS`: 4, one
+/// 64-byte line of 16-byte slots. The loom build (`cfg(hazptr_loom)`) uses 2, which keeps
+/// the models' state space small.
+pub const PRIMARY_SLOTS: usize = if crate::primitive::MODEL_CHECKED {
+    2
+} else {
+    4
+};
 
 /// One thread's primary slots. The four slots fill the first 64-byte line; the
 /// registration fields (`active`, `next`), written once per thread, sit in the second
@@ -34,11 +36,18 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// The record linked before this one.
+    pub(crate) fn next(&self) -> Option<&Record> {
+        // SAFETY: `next` was written before this node's publication and never changes;
+        // nodes are never freed while the registry lives, which outlives `&self`.
+        unsafe { self.next.as_ref() }
+    }
+
     /// Owner only: a free primary slot (value 0), or `None` when all are busy.
     ///
     /// A slot's own value says whether it is free, so claiming and releasing need no
     /// bookkeeping word: a separate "used" mask would put a store-to-load forwarding hop on
-    /// every acquire and release (measured: about 0.5 ns per protect+release here). The
+    /// every acquire and release (BENCHMARKS.md has the measurement). The
     /// loads below only feed branches, which the CPU predicts, so they add no latency
     /// chain either. Between the claim and the caller's first `publish` no other claim can
     /// run on this thread.
@@ -74,6 +83,12 @@ pub(crate) struct BackupSlot {
 }
 
 impl BackupSlot {
+    /// The backup slot linked before this one.
+    pub(crate) fn next(&self) -> Option<&BackupSlot> {
+        // SAFETY: as in `Record::next`.
+        unsafe { self.next.as_ref() }
+    }
+
     pub(crate) fn owner(&self) -> usize {
         // Relaxed: read for the self-protection check by the owner itself, which wrote it.
         self.owner.load(Relaxed)
@@ -185,32 +200,33 @@ impl Registry {
         unsafe { &*backup }
     }
 
-    /// Every record linked when the head was loaded.
-    pub(crate) fn records(&self) -> impl Iterator<Item = &Record> {
-        // Acquire: pairs with the Release CAS in `push`, so each node's fields are
+    /// The most recently linked record, if any.
+    pub(crate) fn first_record(&self) -> Option<&Record> {
+        // Acquire: pairs with the Release CAS in `push`, so the node's fields are
         // initialized when we follow it. Later nodes are reached through `next`, written
         // before their own publication.
-        walk(self.records.load(Acquire), |r: &Record| r.next)
+        let head = self.records.load(Acquire);
+        // SAFETY: nodes are never freed while the registry (and so `&self`) lives.
+        unsafe { head.as_ref() }
+    }
+
+    /// The most recently linked backup slot, if any.
+    pub(crate) fn first_backup(&self) -> Option<&BackupSlot> {
+        // Acquire: as in `first_record`.
+        let head = self.backups.load(Acquire);
+        // SAFETY: as in `first_record`.
+        unsafe { head.as_ref() }
+    }
+
+    /// Every record linked when the head was loaded.
+    pub(crate) fn records(&self) -> impl Iterator<Item = &Record> {
+        std::iter::successors(self.first_record(), |r| r.next())
     }
 
     /// Every backup slot linked when the head was loaded.
     pub(crate) fn backups(&self) -> impl Iterator<Item = &BackupSlot> {
-        // Acquire: as in `records`.
-        walk(self.backups.load(Acquire), |b: &BackupSlot| b.next)
+        std::iter::successors(self.first_backup(), |b| b.next())
     }
-}
-
-fn walk<'a, T: 'a>(
-    head: *mut T,
-    next: impl Fn(&T) -> *const T + 'a,
-) -> impl Iterator<Item = &'a T> + 'a {
-    let mut cur = head as *const T;
-    std::iter::from_fn(move || {
-        // SAFETY: nodes are never freed while the registry (and so `'a`) lives.
-        let node = unsafe { cur.as_ref()? };
-        cur = next(node);
-        Some(node)
-    })
 }
 
 fn push<T>(head: &AtomicPtr<T>, node: *mut T, set_next: impl Fn(*mut T, *const T)) {
@@ -218,7 +234,8 @@ fn push<T>(head: &AtomicPtr<T>, node: *mut T, set_next: impl Fn(*mut T, *const T
     let mut cur = head.load(Relaxed);
     loop {
         set_next(node, cur);
-        // Release: publishes the node's initialized fields to `walk`'s Acquire load.
+        // Release: publishes the node's initialized fields to the Acquire head loads in
+        // `first_record` and `first_backup`.
         match head.compare_exchange_weak(cur, node, Release, Relaxed) {
             Ok(_) => return,
             Err(actual) => cur = actual,

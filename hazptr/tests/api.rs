@@ -1,7 +1,7 @@
 //! Behaviour of the public API: protect, nesting past the primary slots, detach,
 //! self-protection misuse, record reuse, fence modes. Interleavings are forced with
 //! channels and by watching the domain's counters, never by sleeping.
-#![cfg(not(loom))]
+#![cfg(not(hazptr_loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
@@ -59,7 +59,8 @@ fn synchronize_with_nothing_protected_returns_at_once() {
     drop(unsafe { Box::from_raw(x) });
 }
 
-/// H23 (a): synchronize on an address the caller itself protects is refused, on a
+/// Case "H23 (a)" of the project's hazard-pointer case list (synchronize inside one's
+/// own protection): synchronize on an address the caller itself protects is refused, on a
 /// primary slot and on a backup slot alike, and nothing is waited for.
 #[test]
 fn synchronize_while_self_protected_is_an_error_not_a_hang() {
@@ -92,7 +93,8 @@ fn synchronize_while_self_protected_is_an_error_not_a_hang() {
     drop(unsafe { Box::from_raw(x) });
 }
 
-/// H23 (b) and H21 (b): a writer's synchronize returns only after the reader's release.
+/// Cases "H23 (b)" and "H21 (b)" of the project's hazard-pointer case list (a writer
+/// waits for its reader): a writer's synchronize returns only after the reader's release.
 fn writer_waits_for_reader(d: &'static Domain, nest: usize) {
     writer_waits_for_reader_with(d, nest, false)
 }

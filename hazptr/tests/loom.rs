@@ -2,9 +2,9 @@
 //! that injects the matching fault (`hazptr::Faults`) and must fail, which shows the
 //! model can see the bug it guards against.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p hazptr --test loom --release`
+//! Run: `RUSTFLAGS="--cfg hazptr_loom" cargo test -p hazptr --test loom --release`
 //! (CI uses a separate target dir so the loom build does not evict the normal one).
-#![cfg(loom)]
+#![cfg(hazptr_loom)]
 
 mod loom_common;
 
@@ -14,14 +14,21 @@ use std::sync::Arc;
 use hazptr::{AtomicPtr, Domain, Faults};
 use loom::sync::atomic::AtomicBool;
 use loom::thread;
-use loom_common::{builder, free, must_fail, obj, poison, read};
+use loom_common::{builder, free, must_fail, obj, poison, read, reinit};
 
 /// Reader: protect `src` (optionally detaching the guard to a backup slot) and read the
 /// object. Writer: unpublish `x`, synchronize on it, poison it. A synchronize that returns
 /// while the reader still holds `x` shows up as a race on `x`'s cell.
 fn reader_vs_writer(faults: Faults, detach: bool, earlier_flips: usize) {
+    reader_vs_writer_on(faults, detach, earlier_flips, false)
+}
+
+/// `reader_vs_writer`, optionally with every acquire forced onto the slow path (a backup
+/// slot on the overflow list, as the `force-slow-path` debug switch does).
+fn reader_vs_writer_on(faults: Faults, detach: bool, earlier_flips: usize, slow_path: bool) {
     builder(4).check(move || {
         let d = Arc::new(Domain::with_faults(faults));
+        d.set_force_slow_path(slow_path);
         let x = obj(1);
         let y = obj(2);
         let src = Arc::new(AtomicPtr::new(x));
@@ -87,6 +94,46 @@ fn acquire_before_scan_fails_without_scan_fence() {
             0,
         )
     });
+}
+
+/// The slow path has the fast path's ordering (real-world case "H29 (a)" of the project's
+/// hazard-pointer case list: slow and fallback protection paths must have the fast path's
+/// publish → fence → validate order). Every acquire takes a backup slot.
+#[test]
+fn forced_slow_path_orders_like_the_fast_path() {
+    reader_vs_writer_on(Faults::default(), false, 0, true);
+}
+
+/// Its mutant: the slow path alone skips the reader fence (publish → validate weakened to
+/// Release/Acquire), and a reader escapes holding the old pointer.
+#[test]
+fn forced_slow_path_fails_when_its_fence_is_weakened() {
+    must_fail("slow path without the reader fence", || {
+        reader_vs_writer_on(
+            Faults {
+                no_slow_path_fence: true,
+                ..Faults::default()
+            },
+            false,
+            0,
+            true,
+        )
+    });
+}
+
+/// The slow-path mutant leaves the fast path alone (so the two models above test the slow
+/// path, not the fence in general).
+#[test]
+fn slow_path_fence_mutant_does_not_affect_the_fast_path() {
+    reader_vs_writer_on(
+        Faults {
+            no_slow_path_fence: true,
+            ..Faults::default()
+        },
+        false,
+        0,
+        false,
+    );
 }
 
 /// Litmus "wildcard-flip-escape": a reader that picked up the new generation's
@@ -178,6 +225,59 @@ fn release_sequence_waiting_livelocks_when_sequence_ignored() {
     must_fail("release sequence ignored", || {
         release_sequence(Faults {
             ignore_release_seq: true,
+            ..Faults::default()
+        })
+    });
+}
+
+/// Address reuse across a synchronize (real-world case "H30 (a)" of the project's
+/// hazard-pointer case list: reuse at validation). The writer unpublishes `x`,
+/// synchronizes, "frees" it (poison), then re-initializes the same cell as a new object at
+/// the same address, publishes it again, and finally unpublishes, synchronizes and frees it
+/// once more. The reader protects whatever `src` holds and reads through the pointer that
+/// `protect` returned. Whichever incarnation it got, its read is ordered between that
+/// incarnation's initialization and its free: the synchronize on the reused address waits.
+fn reuse_at_validation(faults: Faults) {
+    builder(3).check(move || {
+        let d = Arc::new(Domain::with_faults(faults));
+        let x = obj(1);
+        let (b, c) = (obj(2), obj(4));
+        let src = Arc::new(AtomicPtr::new(x));
+        let reader = {
+            let (d, src) = (d.clone(), src.clone());
+            thread::spawn(move || {
+                if let Some(g) = d.protect(&src) {
+                    read(g.as_ptr());
+                }
+            })
+        };
+        // Release: readers that load `b` see its initialization.
+        src.store(b, Ordering::Release);
+        d.synchronize(x).unwrap();
+        poison(x);
+        // A new object at the freed address.
+        reinit(x, 3);
+        // Release: the reader that loads the reused `x` sees the new initialization.
+        src.store(x, Ordering::Release);
+        // Release: as above, for `c`.
+        src.store(c, Ordering::Release);
+        d.synchronize(x).unwrap();
+        poison(x);
+        reader.join().unwrap();
+        free(&[x, b, c]);
+    });
+}
+
+#[test]
+fn synchronize_on_a_reused_address_waits_for_the_new_protection() {
+    reuse_at_validation(Faults::default());
+}
+
+#[test]
+fn reused_address_model_fails_without_the_scan_fence() {
+    must_fail("no scan fence, address reuse", || {
+        reuse_at_validation(Faults {
+            no_scan_fence: true,
             ..Faults::default()
         })
     });

@@ -1,7 +1,8 @@
 //! Retire and reclaim: protected objects are never freed, unprotected ones are freed
 //! exactly once, memory stays bounded, deleters may retire, dropping the domain frees the
-//! rest (cases H21 (b) and (c) of the visible cases).
-#![cfg(not(loom))]
+//! rest (cases "H21 (b)" and "H21 (c)" of the project's hazard-pointer case list:
+//! retired objects that are still protected survive reclaim).
+#![cfg(not(hazptr_loom))]
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -48,7 +49,7 @@ fn unprotected_objects_are_freed_once_by_reclaim() {
     assert_eq!((s.retired, s.reclaimed), (10, 10));
 }
 
-/// H21 (b): a protected object survives reclaim and is freed, once, after the guard drops.
+/// Case "H21 (b)" (a protected retired object): a protected object survives reclaim and is freed, once, after the guard drops.
 #[test]
 fn protected_object_is_not_freed_until_its_guard_drops() {
     let d = Domain::new(FenceMode::Symmetric);
@@ -72,7 +73,7 @@ fn protected_object_is_not_freed_until_its_guard_drops() {
     drop(unsafe { Box::from_raw(src.load(Ordering::Relaxed)) });
 }
 
-/// H21 (c): of two retired objects, the one still protected stays, the other is freed.
+/// Case "H21 (c)" (one of two retired objects protected): of two retired objects, the one still protected stays, the other is freed.
 #[test]
 fn only_the_protected_one_of_two_survives() {
     let d = Domain::new(FenceMode::Symmetric);

@@ -32,6 +32,13 @@ pub fn poison(p: *mut Obj) {
     unsafe { (*p).0.with_mut(|v| *v = POISON) }
 }
 
+/// Re-initialize `p`'s cell as a new object holding `v` (an allocation that landed at a
+/// freed address); callers do so only after the old object was poisoned.
+pub fn reinit(p: *mut Obj, v: u64) {
+    // SAFETY: as in `read`; loom checks the ordering against every reader.
+    unsafe { (*p).0.with_mut(|c| *c = v) }
+}
+
 /// Free objects made by `obj`, once, after every thread of the model joined.
 pub fn free(objs: &[*mut Obj]) {
     for &p in objs {
