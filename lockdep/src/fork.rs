@@ -22,6 +22,7 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// A lock's place in the validator's lock order: a lock of a lower rank may be held while one
 /// of a higher rank is taken, never the reverse.
@@ -65,6 +66,13 @@ pub(crate) fn nothing() {}
 static PARTICIPANTS: [AtomicPtr<Participant>; RANKS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; RANKS];
 static REGISTERED: AtomicBool = AtomicBool::new(false);
+/// Held by a first [`join`] of a participant while it stores the participant, and by the
+/// forking thread from the prepare handler to the parent or child handler: so the set of
+/// participants cannot change during a fork (a participant that joined after the prepare
+/// handler had passed its rank would otherwise get a child handler without its prepare, and
+/// run it on state that another thread was changing at the fork). It guards no data, so
+/// poisoning is ignored.
+static JOINING: Mutex<()> = Mutex::new(());
 
 thread_local! {
     /// The guards the prepare handler took, in rank order, until the parent or child handler
@@ -87,6 +95,7 @@ pub(crate) fn join(rank: Rank, p: &'static Participant) {
 
 #[cold]
 fn join_slow(slot: &AtomicPtr<Participant>, p: *mut Participant) {
+    let _joining = JOINING.lock().unwrap_or_else(PoisonError::into_inner);
     // Release: pairs with the Acquire loads in the handlers, which call through the pointer.
     slot.store(p, Ordering::Release);
     // Relaxed: only the first caller registers; a fork that races with the very first
@@ -137,6 +146,9 @@ fn release_kept() {
 extern "C" fn prepare() {
     let _ = std::panic::catch_unwind(|| {
         let _ = KEPT.try_with(|k| {
+            // Kept first, so dropped last: no participant joins until the fork is over.
+            let joining = JOINING.lock().unwrap_or_else(PoisonError::into_inner);
+            k.borrow_mut().push(Box::new(joining));
             each(|p| {
                 let g = (p.prepare)();
                 k.borrow_mut().push(g);

@@ -95,7 +95,7 @@ pub fn stats() -> Stats {
         suppression_hits: summary.suppression_hits,
         hits_by_suppression: report::suppression_hits_by_id(),
         cycles_found: validate::cycles_found(),
-        hazptr_waits: hazptr::Domain::global().stats().synchronize_waits,
+        hazptr_waits: crate::keys::hazptr_domain().stats().synchronize_waits,
     }
 }
 

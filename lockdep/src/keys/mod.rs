@@ -25,4 +25,5 @@ mod table;
 
 pub use crate::class::LockClassKey;
 pub use dynamic::{DynamicKey, KeyHandle};
+pub(crate) use sync::domain as hazptr_domain;
 pub use sync::{key_table_sync, set_key_table_sync, KeySyncStrategy, KeyTableSync};

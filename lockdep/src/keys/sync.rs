@@ -107,6 +107,15 @@ fn fork_child() {
     Domain::global().after_fork_in_child();
 }
 
+/// The hazard-pointer domain of the key table, the process-wide one. Every use of it by the
+/// validator goes through here, so that the fork participant above is registered before the
+/// domain's one-time initialization can begin: a fork then never copies a half-made domain
+/// into the child (the prepare handler waits for the initialization to end).
+pub(crate) fn domain() -> &'static Domain {
+    fork::join(Rank::KeySwitch, &FORK);
+    Domain::global()
+}
+
 fn switch_read() -> RwLockReadGuard<'static, ()> {
     fork::join(Rank::KeySwitch, &FORK);
     SWITCH.read().unwrap_or_else(PoisonError::into_inner)
@@ -166,7 +175,7 @@ pub fn set_key_table_sync(sync: KeyTableSync) -> KeyTableSync {
         KeyTableSync::Hazptr | KeyTableSync::HazptrDirect if new_ext.is_null() => {}
         KeyTableSync::Hazptr | KeyTableSync::HazptrDirect => {
             for b in 0..KEY_BUCKETS {
-                let r = Domain::global().synchronize(bucket_head(b));
+                let r = domain().synchronize(bucket_head(b));
                 assert!(
                     r.is_ok(),
                     "lockdep: set_key_table_sync called inside a key lookup"
@@ -187,7 +196,7 @@ pub(crate) fn read_section<R>(index: usize, f: impl FnOnce() -> R) -> R {
         // SeqCst: see the re-checks below.
         let ext = EXTERNAL.load(Ordering::SeqCst);
         if ext.is_null() {
-            let guard = Domain::global().protect_addr(head);
+            let guard = domain().protect_addr(head);
             // SeqCst, after the hazard pointer's publication and fence: store buffering with
             // the switch's SeqCst store followed by its synchronize (see set_key_table_sync).
             if EXTERNAL.load(Ordering::SeqCst).is_null() {
@@ -236,7 +245,7 @@ pub(crate) fn unlink_and_wait(index: usize, unlink: impl FnOnce() -> bool) {
     }
     match current() {
         KeyTableSync::Hazptr => {
-            let r = Domain::global().synchronize(head);
+            let r = domain().synchronize(head);
             // We never hold a hazard pointer here, so `SelfProtected` is a validator bug.
             assert!(
                 r.is_ok(),
@@ -244,7 +253,7 @@ pub(crate) fn unlink_and_wait(index: usize, unlink: impl FnOnce() -> bool) {
             );
         }
         KeyTableSync::HazptrDirect => {
-            let r = Domain::global().synchronize_direct(head);
+            let r = domain().synchronize_direct(head);
             assert!(
                 r.is_ok(),
                 "lockdep: unregister inside a key lookup (validator bug)"
