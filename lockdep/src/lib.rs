@@ -329,6 +329,8 @@ mod pair_cache;
 mod graph;
 // A thread's held-lock stack, as data.
 mod held;
+// Which task this thread is polling, for reports.
+mod current_task;
 // What a report says, its text, how it is built, where it goes (deduplicated, re-entrancy
 // safe), test scopes.
 mod report;
@@ -351,6 +353,8 @@ mod annotate;
 mod condvar;
 // Pseudo-locks for waits that are not locks.
 mod pseudo;
+// Held async locks per task: spliced onto the polling thread's stack for each poll.
+mod task;
 // Counters, the dependency list, DOT output, reset.
 mod introspect;
 
@@ -387,6 +391,10 @@ pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
 };
 pub use site::is_guard_drop;
+pub use task::{
+    current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext,
+    TaskHeld,
+};
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
 ///

@@ -354,6 +354,27 @@ impl fmt::Display for Report {
                 )?;
                 held_block(f, thread, held)
             }
+            Report::HeldAcrossAwait {
+                thread,
+                task,
+                lock,
+                held,
+            } => {
+                banner(f, "WARNING: blocking lock held across an await!")?;
+                writeln!(
+                    f,
+                    "{}/{} returned Pending (task {task} awaits) while holding lock:",
+                    thread.name, thread.id
+                )?;
+                lock_line(f, lock)?;
+                writeln!(
+                    f,
+                    "\nthe lock stays held by this OS thread until the task resumes: another \
+                     task polled on it that takes the lock blocks the thread forever."
+                )?;
+                writeln!(f)?;
+                held_block(f, thread, held)
+            }
             Report::CapacityExhausted {
                 thread,
                 what,
