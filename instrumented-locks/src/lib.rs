@@ -148,7 +148,10 @@ pub mod generic;
 pub mod raw;
 pub mod std_sync;
 mod switch;
+pub mod task;
 pub mod thread;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use dep::{GuardMarker, HeldGuard};

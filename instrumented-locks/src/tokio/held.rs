@@ -1,0 +1,96 @@
+//! What an async guard carries: the lock's map and who holds its entry, released on drop.
+
+use lockdep::{LockMap, Mode, TaskHeld};
+
+use crate::dep::Site;
+
+/// Who holds a guard's entry.
+enum Token {
+    /// Nothing is held: validation was off, or the acquisition was outside any
+    /// instrumented task (validated, not held).
+    None,
+    /// An async acquisition: the owner task holds the entry (lockdep's `task_acquire`).
+    Task(TaskHeld),
+    /// A `blocking_*` acquisition: the OS thread holds the entry, as for a blocking lock.
+    Thread,
+}
+
+/// A held acquisition of an async lock with the map it belongs to: releases it on drop.
+/// Guards declare it before tokio's guard, so lockdep hears of the release first.
+pub(crate) struct Held<'a> {
+    map: Option<&'a LockMap>,
+    token: Token,
+}
+
+impl<'a> Held<'a> {
+    /// Nothing held.
+    pub(crate) fn none() -> Held<'a> {
+        Held {
+            map: None,
+            token: Token::None,
+        }
+    }
+
+    /// An async acquisition of `map` in `mode`, validated now: call it before the lock's
+    /// future is first polled.
+    #[inline]
+    pub(crate) fn acquire(map: Option<&'a LockMap>, mode: Mode, site: Site) -> Held<'a> {
+        match map {
+            Some(m) if crate::is_enabled() => Held {
+                map,
+                token: Token::Task(lockdep::task_acquire(m, 0, mode, false, site)),
+            },
+            _ => Held::none(),
+        }
+    }
+
+    /// A successful try-lock of `map` in `mode`.
+    #[inline]
+    pub(crate) fn acquired_try(map: Option<&'a LockMap>, mode: Mode, site: Site) -> Held<'a> {
+        match map {
+            Some(m) if crate::is_enabled() => Held {
+                map,
+                token: Token::Task(lockdep::task_acquire(m, 0, mode, true, site)),
+            },
+            _ => Held::none(),
+        }
+    }
+
+    /// A `blocking_*` acquisition: validated as a blocking lock of this thread, before it
+    /// blocks.
+    #[inline]
+    pub(crate) fn blocking(map: Option<&'a LockMap>, mode: Mode, site: Site) -> Held<'a> {
+        match map {
+            Some(m) if crate::is_enabled() => {
+                lockdep::acquire(m, 0, mode, false, None, site);
+                Held {
+                    map,
+                    token: Token::Thread,
+                }
+            }
+            _ => Held::none(),
+        }
+    }
+
+    /// The held entry's mode changes without validation (a write guard downgraded).
+    pub(crate) fn set_mode(&mut self, mode: Mode) {
+        let Some(m) = self.map else { return };
+        match &self.token {
+            Token::Task(t) => lockdep::task_set_held_mode(t, m, mode),
+            Token::Thread => lockdep::set_held_mode(m, mode),
+            Token::None => {}
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let Some(m) = self.map else { return };
+        match std::mem::replace(&mut self.token, Token::None) {
+            Token::Task(mut t) => lockdep::task_release(&mut t, m),
+            Token::Thread => lockdep::release_guard(m),
+            Token::None => {}
+        }
+    }
+}
