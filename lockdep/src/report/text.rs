@@ -363,7 +363,7 @@ impl fmt::Display for Report {
                 banner(f, "WARNING: blocking lock held across an await!")?;
                 writeln!(
                     f,
-                    "{}/{} returned Pending (task {task} awaits) while holding lock:",
+                    "{}/{} returned Pending (task {task} awaits) while holding a blocking lock:",
                     thread.name, thread.id
                 )?;
                 lock_line(f, lock)?;

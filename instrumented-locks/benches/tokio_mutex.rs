@@ -1,0 +1,121 @@
+//! The validated `tokio::sync::Mutex` (feature `tokio`) against tokio's own, in one run:
+//! lock+unlock, uncontended (one task on a current-thread runtime) and contended (two tasks
+//! on a two-worker multi-thread runtime, each locking in a loop with a yield while holding).
+//!
+//! Columns: `tokio` (tokio's `Mutex`), `validated` (ours, in an instrumented task: the
+//! acquisition is validated, held by the task, released), `validated_untracked` (ours, in a
+//! task that is not instrumented: validated, not held), `validated_off` (ours with validation
+//! switched off at run time). Run `cargo bench -p instrumented-locks --features tokio --bench
+//! tokio_mutex`; numbers and ratios are in BENCHMARKS.md.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use instrumented_locks::task::instrument;
+use tokio::runtime::{Builder, Runtime};
+
+fn current_thread() -> Runtime {
+    Builder::new_current_thread().build().expect("runtime")
+}
+
+fn two_workers() -> Runtime {
+    Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime")
+}
+
+/// `n` lock+unlock of `lock` in one task, timed inside it.
+macro_rules! uncontended {
+    ($rt:expr, $lock:expr, $wrap:expr, $n:expr) => {{
+        let lock = &$lock;
+        $rt.block_on($wrap(async move {
+            let t = Instant::now();
+            for _ in 0..$n {
+                let mut g = lock.lock().await;
+                *g += 1;
+                black_box(&mut *g);
+            }
+            t.elapsed()
+        }))
+    }};
+}
+
+/// Two tasks, `n / 2` lock+unlock each, yielding while holding every 8th time (so the other
+/// task finds the lock taken); timed around both.
+macro_rules! contended {
+    ($rt:expr, $lock:expr, $spawn:expr, $n:expr) => {{
+        let lock = $lock.clone();
+        $rt.block_on(async move {
+            let t = Instant::now();
+            let tasks: Vec<_> = (0..2)
+                .map(|_| {
+                    let lock = lock.clone();
+                    $spawn(async move {
+                        for i in 0..$n / 2 {
+                            let mut g = lock.lock().await;
+                            *g += 1;
+                            if i % 8 == 0 {
+                                tokio::task::yield_now().await;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("task");
+            }
+            t.elapsed()
+        })
+    }};
+}
+
+fn same<F>(f: F) -> F {
+    f
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = current_thread();
+    let mut g = c.benchmark_group("tokio_mutex_uncontended");
+    let peer = tokio::sync::Mutex::new(0u64);
+    let ours = instrumented_locks::tokio::Mutex::new(0u64);
+    g.bench_function("tokio", |b| {
+        b.iter_custom(|n| uncontended!(rt, peer, same, n))
+    });
+    g.bench_function("validated", |b| {
+        b.iter_custom(|n| uncontended!(rt, ours, instrument, n))
+    });
+    g.bench_function("validated_untracked", |b| {
+        b.iter_custom(|n| uncontended!(rt, ours, same, n))
+    });
+    g.bench_function("validated_off", |b| {
+        instrumented_locks::set_enabled(false);
+        b.iter_custom(|n| uncontended!(rt, ours, instrument, n));
+        instrumented_locks::set_enabled(true);
+    });
+    g.finish();
+
+    let rt = two_workers();
+    let mut g = c.benchmark_group("tokio_mutex_contended_2_tasks");
+    let peer = Arc::new(tokio::sync::Mutex::new(0u64));
+    let ours = Arc::new(instrumented_locks::tokio::Mutex::new(0u64));
+    g.bench_function("tokio", |b| {
+        b.iter_custom(|n| contended!(rt, peer, tokio::spawn, n.max(2)))
+    });
+    g.bench_function("validated", |b| {
+        b.iter_custom(|n| contended!(rt, ours, instrumented_locks::task::spawn, n.max(2)))
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20);
+    targets = bench
+}
+criterion_main!(benches);
