@@ -1,4 +1,4 @@
-//! Held-lock contexts per task: [`instrument`] a future (or [`spawn`] it) so that the async
+//! Held-lock contexts per task: [`instrument`] a future (or `spawn` it, with the `tokio` feature) so that the async
 //! locks it holds move with it between worker threads, and so that a blocking guard it holds
 //! across an `.await` is reported.
 //!
@@ -6,7 +6,7 @@
 //! of the future it wraps and around that future's drop: the task's held async locks are put
 //! on the polling thread's held-lock stack for the poll and taken off after it (see
 //! lockdep's `TaskContext`). Blocking locks stay per OS thread. Instrument every task that
-//! takes [`tokio`](crate::tokio) locks (the top-level future of `block_on` too); nesting
+//! takes `tokio` locks (module `tokio`) (the top-level future of `block_on` too); nesting
 //! instrumented futures is allowed (each is a task of its own for the locks it takes).
 //!
 //! Why an explicit wrapper and not a runtime hook: tokio's per-poll hooks

@@ -34,8 +34,7 @@ fn start() -> StdGuard<'static, ()> {
             .unwrap_or_else(|e| e.into_inner())
             .push(r.clone());
         // Relaxed: see above.
-        if r.kind() == ReportKind::RecursiveLocking && PANIC_ON_RECURSIVE.load(Ordering::Relaxed)
-        {
+        if r.kind() == ReportKind::RecursiveLocking && PANIC_ON_RECURSIVE.load(Ordering::Relaxed) {
             panic!("lockdep: recursive locking");
         }
     })));
@@ -108,9 +107,16 @@ fn abba_between_two_tokio_mutexes_in_two_tasks_is_reported() {
             .expect("task 2");
         });
         let r = take();
-        assert_eq!(kinds(&r), [ReportKind::CircularDependency], "{flavour}: {r:#?}");
+        assert_eq!(
+            kinds(&r),
+            [ReportKind::CircularDependency],
+            "{flavour}: {r:#?}"
+        );
         let thread = r[0].thread();
-        assert!(thread.task.is_some(), "{flavour}: the report names the task");
+        assert!(
+            thread.task.is_some(),
+            "{flavour}: the report names the task"
+        );
         assert!(
             thread.name.starts_with("task "),
             "{flavour}: {}",
@@ -199,12 +205,23 @@ fn blocking_guard_held_across_an_await_is_reported() {
             line
         }));
         let r = take();
-        assert_eq!(kinds(&r), [ReportKind::HeldAcrossAwait], "{flavour}: {r:#?}");
-        let Report::HeldAcrossAwait { lock, task, thread, .. } = &r[0] else {
+        assert_eq!(
+            kinds(&r),
+            [ReportKind::HeldAcrossAwait],
+            "{flavour}: {r:#?}"
+        );
+        let Report::HeldAcrossAwait {
+            lock, task, thread, ..
+        } = &r[0]
+        else {
             unreachable!()
         };
         assert_eq!(lock.name, Some("held_across"), "{flavour}");
-        assert_eq!(lock.site.line(), line, "{flavour}: the guard's acquisition site");
+        assert_eq!(
+            lock.site.line(),
+            line,
+            "{flavour}: the guard's acquisition site"
+        );
         assert_eq!(thread.task, Some(*task), "{flavour}");
         let text = r[0].to_string();
         assert!(text.contains("held across an await"), "{flavour}: {text}");
@@ -357,7 +374,11 @@ fn async_blocking_async_cycle_is_reported() {
             .expect("task 2");
         });
         let r = take();
-        assert_eq!(kinds(&r), [ReportKind::CircularDependency], "{flavour}: {r:#?}");
+        assert_eq!(
+            kinds(&r),
+            [ReportKind::CircularDependency],
+            "{flavour}: {r:#?}"
+        );
         assert_eq!(
             r[0].cycle_classes(),
             ["mixed_blocking", "mixed_async", "mixed_blocking"],
@@ -389,7 +410,9 @@ fn blocking_guard_across_await_then_another_task_on_the_thread_is_recursive() {
         let b = spawn_local(async move {
             let _g = m2.lock(); // would block the only thread forever
         });
-        let err = b.await.expect_err("B panics at the report instead of blocking");
+        let err = b
+            .await
+            .expect_err("B panics at the report instead of blocking");
         assert!(err.is_panic());
         done_tx.send(()).expect("A alive");
         a.await.expect("A");

@@ -23,6 +23,8 @@
 //! | a lock the validator must not check | [`LockMap::novalidate`] |
 //! | a guard moved to another thread | [`detach`] on the old thread, [`DetachedLock::attach`] on the new one |
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
+//! | async lock (a future that may wait) | [`task_acquire`] before the lock's future is first polled, [`task_release`] with its token on release or cancellation, [`task_set_held_mode`] for a downgrade |
+//! | a poll of a task (an executor's, or an instrumented future's) | [`TaskContext::enter`] before, [`PollScope::exit`]`(pending)` after |
 //!
 //! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
 //! reader that may queue behind a waiting writer (`RwLock::read`),
@@ -268,8 +270,12 @@
 //!   the child of a multi-threaded program never inherits one locked by a thread it does not
 //!   have, and the child forgets the hazard pointers of those threads; the child's held stack
 //!   is the forking thread's. A `fork()` from inside [`with_graph_lock_held`] would deadlock.
-//! - Held locks are per thread: "unregister while held" and "held lock freed" see only the
-//!   calling thread's locks. A lock map must not move while it is held (guards that borrow the
+//! - Held locks are per thread, except async locks taken in a task's poll
+//!   ([`TaskContext`]): those are the task's, put on the polling thread's stack for each
+//!   poll and taken off after it, so they follow the task between threads; a blocking lock a
+//!   task still holds when its poll returns `Pending` is [`Report::HeldAcrossAwait`] and stays
+//!   the thread's. "Unregister while held" and "held lock freed" see only the
+//!   calling thread's locks (a task's between its polls are not seen). A lock map must not move while it is held (guards that borrow the
 //!   lock guarantee this).
 //! - Lock–join deadlocks are found only through annotations ([`PseudoLock`]). Lock–condvar
 //!   deadlocks (waiting while holding a lock the notifier needs) are found with condvar
@@ -392,8 +398,7 @@ pub use settings::{
 };
 pub use site::is_guard_drop;
 pub use task::{
-    current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext,
-    TaskHeld,
+    current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext, TaskHeld,
 };
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).

@@ -399,7 +399,10 @@ pub fn task_release(held: &mut TaskHeld, map: &LockMap) {
     };
     let instance = map.instance();
     let here = with_frames(|fr| {
-        let f = fr.iter_mut().rev().find(|f| Arc::ptr_eq(&f.record, &owner))?;
+        let f = fr
+            .iter_mut()
+            .rev()
+            .find(|f| Arc::ptr_eq(&f.record, &owner))?;
         let k = f.owned.iter().rposition(|&o| o == instance)?;
         f.owned.swap_remove(k);
         Some(())

@@ -200,7 +200,10 @@ impl<T: ?Sized + 'static> Mutex<T> {
 impl<'a, T: ?Sized> MutexGuard<'a, T> {
     /// Projects the guard onto a part of the value (tokio's `MutexGuard::map`); the lock
     /// stays held, by the same entry.
-    pub fn map<U: ?Sized, F: FnOnce(&mut T) -> &mut U>(this: Self, f: F) -> MappedMutexGuard<'a, U> {
+    pub fn map<U: ?Sized, F: FnOnce(&mut T) -> &mut U>(
+        this: Self,
+        f: F,
+    ) -> MappedMutexGuard<'a, U> {
         let MutexGuard { held, inner, .. } = this;
         MappedMutexGuard {
             _held: held,
