@@ -150,11 +150,16 @@
 //! - Reports made inside an instrumented poll name the task where the thread would be:
 //!   `task 17 on tokio-runtime-worker/3`.
 //!
-//! Outside an instrumented task, a tokio lock's acquisition is validated against what the
-//! thread holds (blocking → async orders, recursion) but the lock is not held afterwards, so
-//! orders *from* it are not learned: instrument the tasks (the top-level future of
-//! `block_on` too). tokio's per-poll runtime hooks would make that automatic but exist only
-//! under `--cfg tokio_unstable`, and do not say whether a poll returned `Pending`. With
+//! A task spawned with plain `tokio::spawn` still has its async locks held per task: each
+//! acquisition and release is made in a context of the task's own, found by
+//! `tokio::task::try_id()`, so cycles among async locks are found without instrumenting
+//! anything. Without its poll boundaries, though, the task's async locks are not seen while
+//! it takes blocking locks (async → blocking orders), and a blocking guard held across its
+//! awaits is not reported: instrument the tasks for those (the top-level future of
+//! `block_on` too, which is no task: outside every task a tokio lock is validated against
+//! what the thread holds and not held afterwards). tokio's per-poll runtime hooks would make
+//! instrumenting automatic, but exist only under `--cfg tokio_unstable` and do not say
+//! whether a poll returned `Pending`. With
 //! `send_guard`, a blocking guard held across an await and dropped on another thread is not
 //! reported at its drop (the guard type is declared movable), but its entry stays on the
 //! acquiring thread's stack until that thread takes the lock again (see the limits below).

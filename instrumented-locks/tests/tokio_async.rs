@@ -548,3 +548,70 @@ fn an_owned_guard_dropped_by_another_task_releases_its_owner_entry() {
     assert!(take().is_empty());
     assert!(!has_dependency("moved_a", "moved_b"));
 }
+
+#[test]
+fn abba_between_tasks_that_are_not_instrumented_is_reported() {
+    for (flavour, rt) in runtimes() {
+        let _serial = start();
+        let a = Arc::new(Mutex::named(0u32, "plain_a"));
+        let b = Arc::new(Mutex::named(0u32, "plain_b"));
+        rt.block_on(async {
+            let (a1, b1) = (a.clone(), b.clone());
+            tokio::spawn(async move {
+                let _ga = a1.lock().await;
+                tokio::task::yield_now().await;
+                let _gb = b1.lock().await;
+            })
+            .await
+            .expect("task 1");
+            let (a2, b2) = (a.clone(), b.clone());
+            tokio::spawn(async move {
+                let _gb = b2.lock().await;
+                tokio::task::yield_now().await;
+                let _ga = a2.lock().await;
+            })
+            .await
+            .expect("task 2");
+        });
+        let r = take();
+        assert_eq!(
+            kinds(&r),
+            [ReportKind::CircularDependency],
+            "{flavour}: {r:#?}"
+        );
+    }
+}
+
+#[test]
+fn consistent_order_across_tasks_that_are_not_instrumented_is_silent() {
+    for (flavour, rt) in runtimes() {
+        let _serial = start();
+        let a = Arc::new(Mutex::named(0u64, "plain_order_a"));
+        let b = Arc::new(Mutex::named(0u64, "plain_order_b"));
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..16)
+                .map(|_| {
+                    let (a, b) = (a.clone(), b.clone());
+                    tokio::spawn(async move {
+                        for _ in 0..20 {
+                            let _ga = a.lock().await;
+                            tokio::task::yield_now().await;
+                            let _gb = b.lock().await;
+                            tokio::task::yield_now().await;
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("task");
+            }
+        });
+        let r = take();
+        assert!(r.is_empty(), "{flavour}: {r:#?}");
+        assert!(
+            has_dependency("plain_order_a", "plain_order_b"),
+            "{flavour}"
+        );
+        assert_eq!(lockdep::held_count(), 0, "{flavour}");
+    }
+}

@@ -91,6 +91,8 @@ struct Saved {
     posted: Vec<usize>,
     /// True from `enter` to `exit`: the entries are on the polling thread's stack.
     polling: bool,
+    /// The buffer of a frame's `owned` between polls, kept so a poll allocates nothing.
+    spare_owned: Vec<usize>,
 }
 
 impl Saved {
@@ -119,6 +121,8 @@ struct Frame {
     base: Vec<usize>,
     /// The task that was current before this poll (nested instrumented futures).
     prev_task: u64,
+    /// The record's `held` buffer, empty during the poll; the lifted entries go in it.
+    spare_held: Vec<HeldLock>,
 }
 
 thread_local! {
@@ -170,21 +174,30 @@ impl TaskContext {
         self.record.saved().held.len()
     }
 
+    /// True if the task holds no async lock and is not being polled: its record can go.
+    pub fn is_idle(&self) -> bool {
+        let saved = self.record.saved();
+        !saved.polling && saved.held.is_empty() && saved.posted.is_empty()
+    }
+
     /// Starts a poll of the task on this thread: its saved async locks go on top of this
     /// thread's held-lock stack, and reports name the task. End it with [`PollScope::exit`]
     /// (or drop the scope: the same, with no held-across-await check). Takes the record's
     /// lock (uncontended unless a guard of the task is released elsewhere at that moment).
     pub fn enter(&self) -> PollScope<'_> {
-        let held = {
+        let (mut held, mut owned) = {
             let mut saved = self.record.saved();
             saved.polling = true;
             saved.apply_posted();
-            std::mem::take(&mut saved.held)
+            (
+                std::mem::take(&mut saved.held),
+                std::mem::take(&mut saved.spare_owned),
+            )
         };
-        let mut owned = Vec::with_capacity(held.len());
+        owned.clear();
         let base = with_state(|st| {
             let base: Vec<usize> = st.entries().iter().map(|h| h.instance).collect();
-            for entry in held {
+            for entry in held.drain(..) {
                 owned.push(entry.instance);
                 let next = st.next(entry);
                 st.push(next);
@@ -192,6 +205,8 @@ impl TaskContext {
             base
         })
         .unwrap_or_default();
+        // Entries not spliced (the thread's state is gone: it is exiting) are not tracked.
+        held.clear();
         let prev_task = polled::replace(self.record.id);
         with_frames(|fr| {
             fr.push(Frame {
@@ -199,6 +214,7 @@ impl TaskContext {
                 owned,
                 base,
                 prev_task,
+                spare_held: held,
             })
         });
         PollScope {
@@ -254,14 +270,15 @@ impl PollScope<'_> {
             record.saved().polling = false;
             return;
         };
-        let mut lifted = Vec::with_capacity(frame.owned.len());
+        let mut lifted = frame.spare_held;
+        let mut owned = frame.owned;
         let reports = with_state(|st| {
             let mut reports = Vec::new();
             if pending {
                 let blocking: Vec<usize> = (0..st.entries().len())
                     .filter(|&i| {
                         let inst = st.entries()[i].instance;
-                        !frame.base.contains(&inst) && !frame.owned.contains(&inst)
+                        !frame.base.contains(&inst) && !owned.contains(&inst)
                     })
                     .collect();
                 if !blocking.is_empty() {
@@ -272,7 +289,6 @@ impl PollScope<'_> {
                     }
                 }
             }
-            let mut owned = frame.owned;
             let mut i = st.entries().len();
             while i > 0 && !owned.is_empty() {
                 i -= 1;
@@ -289,6 +305,8 @@ impl PollScope<'_> {
         {
             let mut saved = record.saved();
             saved.held = lifted;
+            owned.clear();
+            saved.spare_owned = owned;
             saved.apply_posted();
             saved.polling = false;
         }

@@ -2,6 +2,7 @@
 
 use lockdep::{LockMap, Mode, TaskHeld};
 
+use super::auto;
 use crate::dep::Site;
 
 /// Who holds a guard's entry.
@@ -11,6 +12,8 @@ enum Token {
     None,
     /// An async acquisition: the owner task holds the entry (lockdep's `task_acquire`).
     Task(TaskHeld),
+    /// An async acquisition by a tokio task that is not instrumented (see `auto`).
+    Auto(TaskHeld, tokio::task::Id),
     /// A `blocking_*` acquisition: the OS thread holds the entry, as for a blocking lock.
     Thread,
 }
@@ -35,25 +38,25 @@ impl<'a> Held<'a> {
     /// future is first polled.
     #[inline]
     pub(crate) fn acquire(map: Option<&'a LockMap>, mode: Mode, site: Site) -> Held<'a> {
-        match map {
-            Some(m) if crate::is_enabled() => Held {
-                map,
-                token: Token::Task(lockdep::task_acquire(m, 0, mode, false, site)),
-            },
-            _ => Held::none(),
-        }
+        Held::task(map, mode, false, site)
+    }
+
+    #[inline]
+    fn task(map: Option<&'a LockMap>, mode: Mode, trylock: bool, site: Site) -> Held<'a> {
+        let Some(m) = map.filter(|_| crate::is_enabled()) else {
+            return Held::none();
+        };
+        let token = match auto::uninstrumented_task() {
+            Some(id) => Token::Auto(auto::acquire(id, m, mode, trylock, site), id),
+            None => Token::Task(lockdep::task_acquire(m, 0, mode, trylock, site)),
+        };
+        Held { map, token }
     }
 
     /// A successful try-lock of `map` in `mode`.
     #[inline]
     pub(crate) fn acquired_try(map: Option<&'a LockMap>, mode: Mode, site: Site) -> Held<'a> {
-        match map {
-            Some(m) if crate::is_enabled() => Held {
-                map,
-                token: Token::Task(lockdep::task_acquire(m, 0, mode, true, site)),
-            },
-            _ => Held::none(),
-        }
+        Held::task(map, mode, true, site)
     }
 
     /// A `blocking_*` acquisition: validated as a blocking lock of this thread, before it
@@ -76,7 +79,7 @@ impl<'a> Held<'a> {
     pub(crate) fn set_mode(&mut self, mode: Mode) {
         let Some(m) = self.map else { return };
         match &self.token {
-            Token::Task(t) => lockdep::task_set_held_mode(t, m, mode),
+            Token::Task(t) | Token::Auto(t, _) => lockdep::task_set_held_mode(t, m, mode),
             Token::Thread => lockdep::set_held_mode(m, mode),
             Token::None => {}
         }
@@ -89,6 +92,7 @@ impl Drop for Held<'_> {
         let Some(m) = self.map else { return };
         match std::mem::replace(&mut self.token, Token::None) {
             Token::Task(mut t) => lockdep::task_release(&mut t, m),
+            Token::Auto(mut t, id) => auto::release(id, &mut t, m),
             Token::Thread => lockdep::release_guard(m),
             Token::None => {}
         }
