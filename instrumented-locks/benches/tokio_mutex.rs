@@ -2,10 +2,11 @@
 //! lock+unlock, uncontended (one task on a current-thread runtime) and contended (two tasks
 //! on a two-worker multi-thread runtime, each locking in a loop with a yield while holding).
 //!
-//! Columns: `tokio` (tokio's `Mutex`), `validated` (ours, in an instrumented task: the
-//! acquisition is validated, held by the task, released), `validated_untracked` (ours, in a
-//! task that is not instrumented: validated, not held), `validated_off` (ours with validation
-//! switched off at run time). Run `cargo bench -p instrumented-locks --features tokio --bench
+//! Columns: `tokio` (tokio's `Mutex`); `validated` (ours, in an instrumented task: validated,
+//! held by the task, released); `validated_plain_spawn` (ours, in a plain `tokio::spawn`
+//! task: the same, in a context found by the task id); `validated_outside_task` (ours, in
+//! `block_on`'s own future: validated, not held); `validated_off` (ours, validation switched
+//! off at run time). Run `cargo bench -p instrumented-locks --features tokio --bench
 //! tokio_mutex`; numbers and ratios are in BENCHMARKS.md.
 
 use std::hint::black_box;
@@ -76,18 +77,39 @@ fn same<F>(f: F) -> F {
     f
 }
 
+/// `n` lock+unlock of our mutex in the calling task, timed.
+async fn uncontended_in(lock: &instrumented_locks::tokio::Mutex<u64>, n: u64) -> Duration {
+    let t = Instant::now();
+    for _ in 0..n {
+        let mut g = lock.lock().await;
+        *g += 1;
+        black_box(&mut *g);
+    }
+    t.elapsed()
+}
+
 fn bench(c: &mut Criterion) {
     let rt = current_thread();
     let mut g = c.benchmark_group("tokio_mutex_uncontended");
     let peer = tokio::sync::Mutex::new(0u64);
-    let ours = instrumented_locks::tokio::Mutex::new(0u64);
+    let ours = Arc::new(instrumented_locks::tokio::Mutex::new(0u64));
     g.bench_function("tokio", |b| {
         b.iter_custom(|n| uncontended!(rt, peer, same, n))
     });
     g.bench_function("validated", |b| {
         b.iter_custom(|n| uncontended!(rt, ours, instrument, n))
     });
-    g.bench_function("validated_untracked", |b| {
+    g.bench_function("validated_plain_spawn", |b| {
+        b.iter_custom(|n| {
+            let ours = ours.clone();
+            rt.block_on(async move {
+                tokio::spawn(async move { uncontended_in(&ours, n).await })
+                    .await
+                    .expect("task")
+            })
+        })
+    });
+    g.bench_function("validated_outside_task", |b| {
         b.iter_custom(|n| uncontended!(rt, ours, same, n))
     });
     g.bench_function("validated_off", |b| {
@@ -106,6 +128,9 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("validated", |b| {
         b.iter_custom(|n| contended!(rt, ours, instrumented_locks::task::spawn, n.max(2)))
+    });
+    g.bench_function("validated_plain_spawn", |b| {
+        b.iter_custom(|n| contended!(rt, ours, tokio::spawn, n.max(2)))
     });
     g.finish();
 }

@@ -1,18 +1,22 @@
-//! Held-lock contexts per task: [`instrument`] a future (or `spawn` it, with the `tokio` feature) so that the async
-//! locks it holds move with it between worker threads, and so that a blocking guard it holds
-//! across an `.await` is reported.
+//! Held-lock contexts per task: [`instrument`] a future (or `spawn` it, with the `tokio`
+//! feature) so that the async locks it holds move with it between worker threads, and so
+//! that a blocking guard it holds across an `.await` is reported.
 //!
 //! An [`Instrumented`] future owns a [`lockdep::TaskContext`] and enters it around every poll
 //! of the future it wraps and around that future's drop: the task's held async locks are put
 //! on the polling thread's held-lock stack for the poll and taken off after it (see
 //! lockdep's `TaskContext`). Blocking locks stay per OS thread. Instrument every task that
-//! takes `tokio` locks (module `tokio`) (the top-level future of `block_on` too); nesting
-//! instrumented futures is allowed (each is a task of its own for the locks it takes).
+//! takes the `tokio` module's locks (the top-level future of `block_on` too); nesting
+//! instrumented futures is allowed (each is a task of its own for the locks it takes). A
+//! plain `tokio::spawn` task gets a context for each of its acquisitions instead (see the
+//! `tokio` module), which finds cycles among async locks but not async → blocking orders or
+//! blocking guards held across its awaits.
 //!
 //! Why an explicit wrapper and not a runtime hook: tokio's per-poll hooks
 //! (`Builder::on_before_task_poll` / `on_after_task_poll`) exist only under
-//! `--cfg tokio_unstable`, and the task-spawn hooks give no place to keep a record per task
-//! either. A wrapper works on every runtime and executor (multi-thread, current-thread,
+//! `--cfg tokio_unstable` (as do the task spawn and terminate hooks), and the after-poll hook
+//! is not told whether the poll returned `Pending`, which the held-across-await check needs.
+//! A wrapper works on every runtime and executor (multi-thread, current-thread,
 //! `LocalSet`, `futures::executor`), because it is the future itself that is polled.
 //!
 //! Without the `validate` feature, or with validation switched off at run time

@@ -12,22 +12,32 @@
 //! and a blocking guard held across an `.await` is not reported. Instrument the task
 //! ([`crate::task`]) for those.
 //!
-//! The contexts live in one map, each removed when its task holds nothing any more.
+//! The contexts live in one map of weak references, keyed by task id; each acquisition's
+//! guard keeps its task's context alive, so a context lives while its task holds a lock (and
+//! while it is the last one a thread looked up: a one-entry cache per thread spares the map's
+//! lock to a task taking locks in a row). Dead entries are pruned when the map has doubled.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use lockdep::{LockMap, Mode, TaskContext, TaskHeld};
 use tokio::task::Id;
 
 use crate::dep::Site;
 
-/// The contexts of uninstrumented tasks that hold async locks. A leaf lock: lockdep is
-/// called with it released.
-static CONTEXTS: Mutex<Option<HashMap<Id, Arc<TaskContext>>>> = Mutex::new(None);
+/// The contexts of uninstrumented tasks, and the size at which dead ones are pruned.
+struct Contexts {
+    map: HashMap<Id, Weak<TaskContext>>,
+    prune_at: usize,
+}
 
-fn contexts() -> std::sync::MutexGuard<'static, Option<HashMap<Id, Arc<TaskContext>>>> {
-    CONTEXTS.lock().unwrap_or_else(PoisonError::into_inner)
+/// A leaf lock: lockdep is called with it released.
+static CONTEXTS: Mutex<Option<Contexts>> = Mutex::new(None);
+
+thread_local! {
+    /// The context this thread looked up last.
+    static LAST: RefCell<Option<(Id, Arc<TaskContext>)>> = const { RefCell::new(None) };
 }
 
 /// The running tokio task, if this thread is polling one that is not instrumented.
@@ -39,28 +49,55 @@ pub(crate) fn uninstrumented_task() -> Option<Id> {
     tokio::task::try_id()
 }
 
-/// An acquisition by tokio task `id` (see the module docs).
-pub(crate) fn acquire(id: Id, map: &LockMap, mode: Mode, trylock: bool, site: Site) -> TaskHeld {
-    let ctx = Arc::clone(
-        contexts()
-            .get_or_insert_with(HashMap::new)
-            .entry(id)
-            .or_insert_with(|| Arc::new(TaskContext::new())),
-    );
+/// Task `id`'s context, made if it has none.
+fn context(id: Id) -> Arc<TaskContext> {
+    let cached = LAST
+        .try_with(|last| {
+            last.borrow()
+                .as_ref()
+                .filter(|(i, _)| *i == id)
+                .map(|(_, c)| Arc::clone(c))
+        })
+        .ok()
+        .flatten();
+    if let Some(c) = cached {
+        return c;
+    }
+    let c = {
+        let mut all = CONTEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let all = all.get_or_insert_with(|| Contexts {
+            map: HashMap::new(),
+            prune_at: 64,
+        });
+        match all.map.get(&id).and_then(Weak::upgrade) {
+            Some(c) => c,
+            None => {
+                let c = Arc::new(TaskContext::new());
+                all.map.insert(id, Arc::downgrade(&c));
+                if all.map.len() >= all.prune_at {
+                    all.map.retain(|_, w| w.strong_count() > 0);
+                    all.prune_at = (2 * all.map.len()).max(64);
+                }
+                c
+            }
+        }
+    };
+    let _ = LAST.try_with(|last| *last.borrow_mut() = Some((id, Arc::clone(&c))));
+    c
+}
+
+/// An acquisition by tokio task `id` (see the module docs); the context comes back to be
+/// kept with the guard.
+pub(crate) fn acquire(
+    id: Id,
+    map: &LockMap,
+    mode: Mode,
+    trylock: bool,
+    site: Site,
+) -> (TaskHeld, Arc<TaskContext>) {
+    let ctx = context(id);
     let scope = ctx.enter();
     let held = lockdep::task_acquire(map, 0, mode, trylock, site);
     scope.exit(false);
-    held
-}
-
-/// The release of a lock tokio task `id` acquired; forgets the task's context once it holds
-/// nothing.
-pub(crate) fn release(id: Id, held: &mut TaskHeld, map: &LockMap) {
-    lockdep::task_release(held, map);
-    let mut all = contexts();
-    if let Some(map) = all.as_mut() {
-        if map.get(&id).is_some_and(|ctx| ctx.is_idle()) {
-            map.remove(&id);
-        }
-    }
+    (held, ctx)
 }

@@ -1,6 +1,8 @@
 //! What an async guard carries: the lock's map and who holds its entry, released on drop.
 
-use lockdep::{LockMap, Mode, TaskHeld};
+use std::sync::Arc;
+
+use lockdep::{LockMap, Mode, TaskContext, TaskHeld};
 
 use super::auto;
 use crate::dep::Site;
@@ -12,8 +14,9 @@ enum Token {
     None,
     /// An async acquisition: the owner task holds the entry (lockdep's `task_acquire`).
     Task(TaskHeld),
-    /// An async acquisition by a tokio task that is not instrumented (see `auto`).
-    Auto(TaskHeld, tokio::task::Id),
+    /// An async acquisition by a tokio task that is not instrumented (see `auto`), with the
+    /// task's context, kept alive while the task holds the lock.
+    Auto(TaskHeld, Arc<TaskContext>),
     /// A `blocking_*` acquisition: the OS thread holds the entry, as for a blocking lock.
     Thread,
 }
@@ -47,7 +50,10 @@ impl<'a> Held<'a> {
             return Held::none();
         };
         let token = match auto::uninstrumented_task() {
-            Some(id) => Token::Auto(auto::acquire(id, m, mode, trylock, site), id),
+            Some(id) => {
+                let (held, ctx) = auto::acquire(id, m, mode, trylock, site);
+                Token::Auto(held, ctx)
+            }
             None => Token::Task(lockdep::task_acquire(m, 0, mode, trylock, site)),
         };
         Held { map, token }
@@ -92,7 +98,7 @@ impl Drop for Held<'_> {
         let Some(m) = self.map else { return };
         match std::mem::replace(&mut self.token, Token::None) {
             Token::Task(mut t) => lockdep::task_release(&mut t, m),
-            Token::Auto(mut t, id) => auto::release(id, &mut t, m),
+            Token::Auto(mut t, _ctx) => lockdep::task_release(&mut t, m),
             Token::Thread => lockdep::release_guard(m),
             Token::None => {}
         }
