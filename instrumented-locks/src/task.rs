@@ -71,8 +71,10 @@ impl<F: Future> Future for Instrumented<F> {
 
 impl<F> Drop for Instrumented<F> {
     fn drop(&mut self) {
-        // The future's guards (a cancelled or aborted task's) release the task's entries.
-        let _scope = self.ctx.enter();
+        // The future's guards (a cancelled or aborted task's) release the task's entries;
+        // inside the context they do so from this thread's stack and reports name the task
+        // (outside it they would leave the record: also correct).
+        let _scope = crate::is_enabled().then(|| self.ctx.enter());
         // SAFETY: `fut` is dropped exactly once, here, in place, and never used again.
         unsafe { ManuallyDrop::drop(&mut self.fut) };
     }

@@ -124,6 +124,8 @@ impl<T: ?Sized> Mutex<T> {
 
     /// Locks, blocking the thread (tokio's `blocking_lock`: not in an async context). The
     /// lock is then held by the OS thread, as a blocking lock is; validated before it blocks.
+    /// The guard is `Send`, but its release is recorded on the thread that drops it: dropped
+    /// on another thread, it is reported as a bad unlock there (and stays held here).
     #[track_caller]
     pub fn blocking_lock(&self) -> MutexGuard<'_, T> {
         let held = Held::blocking(self.dep.map(), Mode::Exclusive, Location::caller());
