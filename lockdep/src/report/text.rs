@@ -351,15 +351,12 @@ impl fmt::Display for Report {
                 held_block(f, thread, held)
             }
             Report::HeldAcrossAwait {
-                thread,
-                task,
-                lock,
-                held,
+                thread, lock, held, ..
             } => {
                 banner(f, "WARNING: blocking lock held across an await!")?;
                 writeln!(
                     f,
-                    "{}/{} returned Pending (task {task} awaits) while holding a blocking lock:",
+                    "{}/{} awaits (its poll returned Pending) while holding a blocking lock:",
                     thread.name, thread.id
                 )?;
                 lock_line(f, lock)?;
