@@ -6,14 +6,20 @@
 //! held by the task, released); `validated_plain_spawn` (ours, in a plain `tokio::spawn`
 //! task: the same, in a context found by the task id); `validated_outside_task` (ours, in
 //! `block_on`'s own future: validated, not held); `validated_off` (ours, validation switched
-//! off at run time). Run `cargo bench -p instrumented-locks --features tokio --bench
-//! tokio_mutex`; numbers and ratios are in BENCHMARKS.md.
+//! off at run time).
+//!
+//! Two harnesses in one run: first a table of interleaved rounds (`ROUNDS` rounds, each
+//! running every cell once for `OPS` operations, the cells in rotating order; per cell the
+//! median over rounds of ns/op, per ratio to `tokio` the median over rounds of the per-round
+//! ratio, so a busy phase of the machine hits a whole round), then criterion's groups. Run
+//! `cargo bench -p instrumented-locks --features tokio --bench tokio_mutex`; numbers and
+//! ratios are in BENCHMARKS.md.
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use instrumented_locks::task::instrument;
 use tokio::runtime::{Builder, Runtime};
 
@@ -135,6 +141,98 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
+const ROUNDS: usize = 15;
+const OPS: u64 = 20_000;
+
+/// One cell of the rounds table: runs `OPS` operations, returns the time.
+type Cell<'a> = (&'static str, Box<dyn Fn(u64) -> Duration + 'a>);
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The interleaved-rounds table (see the module docs).
+fn rounds_table() {
+    let rt1 = current_thread();
+    let rt2 = two_workers();
+    let peer = tokio::sync::Mutex::new(0u64);
+    let ours = Arc::new(instrumented_locks::tokio::Mutex::new(0u64));
+    let peer_c = Arc::new(tokio::sync::Mutex::new(0u64));
+    let ours_c = Arc::new(instrumented_locks::tokio::Mutex::new(0u64));
+    let cells: Vec<Cell<'_>> = vec![
+        ("uncontended tokio", Box::new(|n| uncontended!(rt1, peer, same, n))),
+        (
+            "uncontended validated",
+            Box::new(|n| uncontended!(rt1, ours, instrument, n)),
+        ),
+        (
+            "uncontended validated_plain_spawn",
+            Box::new(|n| {
+                let ours = ours.clone();
+                rt1.block_on(async move {
+                    tokio::spawn(async move { uncontended_in(&ours, n).await })
+                        .await
+                        .expect("task")
+                })
+            }),
+        ),
+        (
+            "uncontended validated_outside_task",
+            Box::new(|n| uncontended!(rt1, ours, same, n)),
+        ),
+        (
+            "uncontended validated_off",
+            Box::new(|n| {
+                instrumented_locks::set_enabled(false);
+                let t = uncontended!(rt1, ours, instrument, n);
+                instrumented_locks::set_enabled(true);
+                t
+            }),
+        ),
+        (
+            "contended tokio",
+            Box::new(|n| contended!(rt2, peer_c, tokio::spawn, n)),
+        ),
+        (
+            "contended validated",
+            Box::new(|n| contended!(rt2, ours_c, instrumented_locks::task::spawn, n)),
+        ),
+        (
+            "contended validated_plain_spawn",
+            Box::new(|n| contended!(rt2, ours_c, tokio::spawn, n)),
+        ),
+    ];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); cells.len()];
+    for round in 0..ROUNDS {
+        for k in 0..cells.len() {
+            let i = (k + round) % cells.len();
+            let t = (cells[i].1)(OPS);
+            ns[i].push(t.as_nanos() as f64 / OPS as f64);
+        }
+    }
+    println!("rounds table: {ROUNDS} rounds x {OPS} ops per cell; medians over rounds");
+    println!("{:<36} {:>9} {:>12}", "cell", "ns/op", "x tokio");
+    for i in 0..cells.len() {
+        // The peer of a cell is the first cell of its group ("uncontended tokio", ...).
+        let peer = if i < 5 { 0 } else { 5 };
+        let mut ratios: Vec<f64> = (0..ROUNDS).map(|r| ns[i][r] / ns[peer][r]).collect();
+        let mut cell = ns[i].clone();
+        println!(
+            "{:<36} {:>9.1} {:>12.2}",
+            cells[i].0,
+            median(&mut cell),
+            median(&mut ratios)
+        );
+    }
+}
+
+fn main() {
+    rounds_table();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
@@ -143,4 +241,3 @@ criterion_group! {
         .sample_size(20);
     targets = bench
 }
-criterion_main!(benches);
