@@ -161,7 +161,10 @@ fn rounds_table() {
     let peer_c = Arc::new(tokio::sync::Mutex::new(0u64));
     let ours_c = Arc::new(instrumented_locks::tokio::Mutex::new(0u64));
     let cells: Vec<Cell<'_>> = vec![
-        ("uncontended tokio", Box::new(|n| uncontended!(rt1, peer, same, n))),
+        (
+            "uncontended tokio",
+            Box::new(|n| uncontended!(rt1, peer, same, n)),
+        ),
         (
             "uncontended validated",
             Box::new(|n| uncontended!(rt1, ours, instrument, n)),

@@ -615,3 +615,62 @@ fn consistent_order_across_tasks_that_are_not_instrumented_is_silent() {
         assert_eq!(lockdep::held_count(), 0, "{flavour}");
     }
 }
+
+#[test]
+fn blocking_lock_is_held_by_the_thread() {
+    let _serial = start();
+    let m = Mutex::named(0u32, "blocking_lock_m");
+    let n = Mutex::named(0u32, "blocking_lock_n");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let gm = m.blocking_lock();
+            assert_eq!(lockdep::held_count(), 1);
+            let gn = n.blocking_lock(); // m -> n
+            drop(gn);
+            drop(gm);
+            assert_eq!(lockdep::held_count(), 0);
+        });
+    });
+    assert!(has_dependency("blocking_lock_m", "blocking_lock_n"));
+    assert!(take().is_empty());
+}
+
+#[test]
+fn mapped_and_owned_guards_keep_and_release_the_entry() {
+    use instrumented_locks::tokio::{MutexGuard, RwLock};
+    let _serial = start();
+    let rt = multi_thread();
+    let m = Arc::new(Mutex::named((1u32, 2u32), "mapped_m"));
+    let l = Arc::new(RwLock::named(0u32, "owned_rw"));
+    rt.block_on(async {
+        let (m, l) = (m.clone(), l.clone());
+        spawn(async move {
+            let g = MutexGuard::map(m.lock().await, |v| &mut v.1);
+            assert_eq!(*g, 2);
+            assert_eq!(lockdep::held_count(), 1, "the mapped guard holds the entry");
+            tokio::task::yield_now().await;
+            drop(g);
+            assert_eq!(lockdep::held_count(), 0);
+            let g = m.lock().await;
+            let g = MutexGuard::try_map(g, |_| None::<&mut u32>).expect_err("kept");
+            assert_eq!(
+                lockdep::held_count(),
+                1,
+                "the returned guard holds the entry"
+            );
+            drop(g);
+            let r = l.clone().read_owned().await;
+            tokio::task::yield_now().await;
+            assert_eq!(lockdep::held_count(), 1);
+            drop(r);
+            let w = l.clone().write_owned().await;
+            let r = instrumented_locks::tokio::OwnedRwLockWriteGuard::downgrade(w);
+            assert_eq!(lockdep::held_locks()[0].mode, lockdep::Mode::Read);
+            drop(r);
+            assert_eq!(lockdep::held_count(), 0);
+        })
+        .await
+        .expect("task");
+    });
+    assert!(take().is_empty());
+}
