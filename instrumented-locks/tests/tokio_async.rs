@@ -668,6 +668,25 @@ fn mapped_and_owned_guards_keep_and_release_the_entry() {
             assert_eq!(lockdep::held_locks()[0].mode, lockdep::Mode::Read);
             drop(r);
             assert_eq!(lockdep::held_count(), 0);
+            let g = instrumented_locks::tokio::OwnedMutexGuard::map(
+                m.clone().lock_owned().await,
+                |v| &mut v.0,
+            );
+            assert_eq!((*g, lockdep::held_count()), (1, 1));
+            drop(g);
+            let r = instrumented_locks::tokio::RwLockReadGuard::map(l.read().await, |v| v);
+            let r2 = l.clone().try_read_owned().expect("readers share");
+            assert_eq!((*r, *r2, lockdep::held_count()), (0, 0, 2));
+            drop((r, r2));
+            let mut w = instrumented_locks::tokio::RwLockWriteGuard::map(l.write().await, |v| v);
+            *w += 1;
+            assert!(
+                l.clone().try_write_owned().is_err(),
+                "held by the mapped guard"
+            );
+            drop(w);
+            assert_eq!(*l.clone().try_write_owned().expect("free"), 1);
+            assert_eq!(lockdep::held_count(), 0);
         })
         .await
         .expect("task");

@@ -26,8 +26,9 @@ mod held;
 mod mutex;
 mod rwlock;
 
-pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMutexGuard};
+pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
 pub use rwlock::{
-    OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard, RwLockReadGuard,
+    RwLockWriteGuard,
 };
 pub use tokio::sync::TryLockError;

@@ -36,6 +36,15 @@ pub struct MappedMutexGuard<'a, T: ?Sized> {
     inner: tokio::sync::MappedMutexGuard<'a, T>,
 }
 
+/// A projected [`OwnedMutexGuard`] ([`OwnedMutexGuard::map`]), tokio's
+/// `OwnedMappedMutexGuard`.
+#[must_use = "if unused the Mutex will immediately unlock"]
+pub struct OwnedMappedMutexGuard<T: ?Sized + 'static, U: ?Sized + 'static> {
+    _held: Held<'static>,
+    inner: tokio::sync::MappedMutexGuard<'static, U>,
+    _lock: Arc<Mutex<T>>,
+}
+
 /// The guard of [`Mutex::lock_owned`], which keeps the mutex alive (tokio's
 /// `OwnedMutexGuard`). Requires `T: 'static` (tokio's does not).
 #[must_use = "if unused the Mutex will immediately unlock"]
@@ -81,6 +90,16 @@ impl<T> Mutex<T> {
     ) -> Mutex<T> {
         Mutex {
             dep: Dep::with_class(key, name),
+            inner: tokio::sync::Mutex::const_new(val),
+        }
+    }
+
+    /// A new unlocked mutex whose class is the dynamic `key`, named `name`. A key that is
+    /// not registered (or is dropped while the lock is used) is reported, never a crash.
+    #[track_caller]
+    pub fn with_dynamic_key(val: T, key: &lockdep::DynamicKey, name: &'static str) -> Mutex<T> {
+        Mutex {
+            dep: Dep::with_dynamic_key(key, name),
             inner: tokio::sync::Mutex::const_new(val),
         }
     }
@@ -236,6 +255,24 @@ impl<T: ?Sized + 'static> OwnedMutexGuard<T> {
     pub fn mutex(this: &Self) -> &Arc<Mutex<T>> {
         &this.lock
     }
+
+    /// Projects the guard onto a part of the value (tokio's `OwnedMutexGuard::map`); the
+    /// lock stays held, by the same entry.
+    pub fn map<U: ?Sized + 'static, F: FnOnce(&mut T) -> &mut U>(
+        this: Self,
+        f: F,
+    ) -> OwnedMappedMutexGuard<T, U> {
+        let OwnedMutexGuard {
+            _held: held,
+            inner,
+            lock,
+        } = this;
+        OwnedMappedMutexGuard {
+            _held: held,
+            inner: tokio::sync::MutexGuard::map(inner, f),
+            _lock: lock,
+        }
+    }
 }
 
 macro_rules! deref {
@@ -269,6 +306,27 @@ deref! {
     MutexGuard<'a, T>;
     MappedMutexGuard<'a, T>;
     OwnedMutexGuard<T> where 'static;
+}
+
+impl<T: ?Sized + 'static, U: ?Sized + 'static> std::ops::Deref for OwnedMappedMutexGuard<T, U> {
+    type Target = U;
+    fn deref(&self) -> &U {
+        &self.inner
+    }
+}
+
+impl<T: ?Sized + 'static, U: ?Sized + 'static> std::ops::DerefMut for OwnedMappedMutexGuard<T, U> {
+    fn deref_mut(&mut self) -> &mut U {
+        &mut self.inner
+    }
+}
+
+impl<T: ?Sized + 'static, U: ?Sized + fmt::Debug + 'static> fmt::Debug
+    for OwnedMappedMutexGuard<T, U>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
 }
 
 impl<T: Default> Default for Mutex<T> {

@@ -15,8 +15,8 @@ use crate::dep::Dep;
 /// `tokio::sync::RwLock<T>`, validated as [`Mutex`](super::Mutex) is. tokio's lock is
 /// write-preferring (a reader queues behind a waiting writer), so `read` is lockdep's
 /// [`Mode::Read`]: a read under a read of the same lock can deadlock, and is reported. Same
-/// API as tokio's (without `with_max_readers` and the mapped guards), plus the class
-/// constructors.
+/// API as tokio's (without `with_max_readers`, `try_map` and the owned mapped guards), plus
+/// the class constructors.
 pub struct RwLock<T: ?Sized> {
     dep: Dep,
     inner: tokio::sync::RwLock<T>,
@@ -34,6 +34,14 @@ pub struct RwLockReadGuard<'a, T: ?Sized> {
 pub struct RwLockWriteGuard<'a, T: ?Sized> {
     held: Held<'a>,
     inner: tokio::sync::RwLockWriteGuard<'a, T>,
+}
+
+/// A projected [`RwLockWriteGuard`] ([`RwLockWriteGuard::map`]), tokio's
+/// `RwLockMappedWriteGuard`.
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct RwLockMappedWriteGuard<'a, T: ?Sized> {
+    _held: Held<'a>,
+    inner: tokio::sync::RwLockMappedWriteGuard<'a, T>,
 }
 
 /// Shared access that owns an `Arc` of the lock ([`RwLock::read_owned`]); `T: 'static`.
@@ -85,6 +93,15 @@ impl<T> RwLock<T> {
     ) -> RwLock<T> {
         RwLock {
             dep: Dep::with_class(key, name),
+            inner: tokio::sync::RwLock::const_new(val),
+        }
+    }
+
+    /// A new unlocked lock whose class is the dynamic `key`, named `name`.
+    #[track_caller]
+    pub fn with_dynamic_key(val: T, key: &lockdep::DynamicKey, name: &'static str) -> RwLock<T> {
+        RwLock {
+            dep: Dep::with_dynamic_key(key, name),
             inner: tokio::sync::RwLock::const_new(val),
         }
     }
@@ -176,6 +193,34 @@ impl<T: ?Sized + 'static> RwLock<T> {
         }
     }
 
+    /// [`try_read`](Self::try_read) with a guard that owns an `Arc` of the lock.
+    #[track_caller]
+    pub fn try_read_owned(self: Arc<Self>) -> Result<OwnedRwLockReadGuard<T>, TryLockError> {
+        // SAFETY: as in `read_owned`.
+        let lock: &'static RwLock<T> = unsafe { &*Arc::as_ptr(&self) };
+        let inner = lock.inner.try_read()?;
+        let held = Held::acquired_try(lock.dep.map(), Mode::Read, Location::caller());
+        Ok(OwnedRwLockReadGuard {
+            _held: held,
+            inner,
+            _lock: self,
+        })
+    }
+
+    /// [`try_write`](Self::try_write) with a guard that owns an `Arc` of the lock.
+    #[track_caller]
+    pub fn try_write_owned(self: Arc<Self>) -> Result<OwnedRwLockWriteGuard<T>, TryLockError> {
+        // SAFETY: as in `read_owned`.
+        let lock: &'static RwLock<T> = unsafe { &*Arc::as_ptr(&self) };
+        let inner = lock.inner.try_write()?;
+        let held = Held::acquired_try(lock.dep.map(), Mode::Exclusive, Location::caller());
+        Ok(OwnedRwLockWriteGuard {
+            held,
+            inner,
+            lock: self,
+        })
+    }
+
     /// [`write`](Self::write) with a guard that owns an `Arc` of the lock.
     #[track_caller]
     pub fn write_owned(self: Arc<Self>) -> impl Future<Output = OwnedRwLockWriteGuard<T>> {
@@ -194,7 +239,30 @@ impl<T: ?Sized + 'static> RwLock<T> {
     }
 }
 
+impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
+    /// Projects the guard onto a part of the value (tokio's `RwLockReadGuard::map`).
+    pub fn map<U: ?Sized, F: FnOnce(&T) -> &U>(this: Self, f: F) -> RwLockReadGuard<'a, U> {
+        let RwLockReadGuard { _held: held, inner } = this;
+        RwLockReadGuard {
+            _held: held,
+            inner: tokio::sync::RwLockReadGuard::map(inner, f),
+        }
+    }
+}
+
 impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
+    /// Projects the guard onto a part of the value (tokio's `RwLockWriteGuard::map`).
+    pub fn map<U: ?Sized, F: FnOnce(&mut T) -> &mut U>(
+        this: Self,
+        f: F,
+    ) -> RwLockMappedWriteGuard<'a, U> {
+        let RwLockWriteGuard { held, inner } = this;
+        RwLockMappedWriteGuard {
+            _held: held,
+            inner: tokio::sync::RwLockWriteGuard::map(inner, f),
+        }
+    }
+
     /// Atomically turns write access into read access (tokio's `downgrade`); the entry's
     /// mode becomes a read, without validation (it cannot wait).
     pub fn downgrade(this: Self) -> RwLockReadGuard<'a, T> {
@@ -240,6 +308,7 @@ impl<T: ?Sized + 'static> Deref for OwnedRwLockReadGuard<T> {
 
 super::mutex::deref! {
     RwLockWriteGuard<'a, T>;
+    RwLockMappedWriteGuard<'a, T>;
     OwnedRwLockWriteGuard<T> where 'static;
 }
 
