@@ -43,9 +43,14 @@
 //!
 //!    The report names both locks, the sites of every dependency in the cycle and the
 //!    scenario that deadlocks (see the crate's README and `examples/`).
-//! 3. Make reports fail your tests: [`set_policy`]`(`[`Policy::Panic`]`)` at the start of a
-//!    test, or collect them with `Policy::Callback`. Everything needed to configure the
-//!    validator is re-exported here (see [Configuring the validator](#configuring-the-validator)).
+//! 3. Make reports fail your tests: `let _scope = instrumented_locks::`[`test_scope`]`();` at
+//!    the top of a test fails that test on any report its thread (or a thread it
+//!    [enters](lockdep::ScopeHandle::enter) into the scope) makes, even one already printed earlier in
+//!    the process, and leaves the other tests alone. ([`set_policy`]`(`[`Policy::Panic`]`)` is
+//!    process-wide: under `cargo test`'s parallel threads it makes whichever test triggers a
+//!    report panic; `Policy::Callback` collects reports instead.) Everything needed to
+//!    configure the validator is re-exported here (see
+//!    [Configuring the validator](#configuring-the-validator)).
 //! 4. In release builds, turn validation off (next section) or switch it off at run time.
 //!
 //! # Features
