@@ -5,7 +5,7 @@
 //! and `HeldLock::chain_key_on` (its only caller) decides which fields of a held lock are part
 //! of the chain. A chain that was validated
 //! once is remembered, so the next identical acquisition skips validation: first in a small
-//! per-thread direct-mapped cache (no shared memory touched), then in a global lock-free
+//! per-thread two-way set-associative cache (no shared memory touched), then in a global lock-free
 //! open-addressing table that is only *read* on the fast path. Inserts happen under the graph
 //! lock. Entries are never individually removed: a chain that mentions a zapped class can
 //! never match again because class generations never repeat. When the table is full it is
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::class::ClassId;
 use crate::limits::{
-    CHAIN_TABLE_PROBE as PROBE, CHAIN_TABLE_SLOTS, LOCAL_CHAIN_SLOTS as LOCAL_SLOTS,
+    CHAIN_TABLE_PROBE as PROBE, CHAIN_TABLE_SLOTS, LOCAL_CHAIN_SETS as LOCAL_SETS,
 };
 use crate::mode::Mode;
 
@@ -165,32 +165,51 @@ pub(crate) fn flushes() -> usize {
     FLUSHES.load(Ordering::Relaxed)
 }
 
-/// A thread's direct-mapped cache of validated chain keys.
+/// A thread's two-way set-associative cache of validated chain keys: a key may sit in either
+/// way of its set, so two chains of one thread whose keys share a set (likely among the chains
+/// of an 8-deep nest) do not evict each other on every acquisition.
 pub(crate) struct LocalCache {
-    slots: [u64; LOCAL_SLOTS],
+    /// Per set: the most recently inserted key first.
+    sets: [[u64; 2]; LOCAL_SETS],
 }
 
 impl LocalCache {
     pub(crate) const fn new() -> LocalCache {
         LocalCache {
-            slots: [0; LOCAL_SLOTS],
+            sets: [[0; 2]; LOCAL_SETS],
         }
     }
 
-    /// What the cache holds for `key`: an unmarked hit is one comparison.
+    /// What the cache holds for `key`: an unmarked hit is two comparisons of one 16-byte set.
     #[inline]
     pub(crate) fn lookup(&self, key: u64) -> Hit {
-        hit(self.slots[key as usize % LOCAL_SLOTS], key)
+        let [a, b] = self.sets[key as usize % LOCAL_SETS];
+        if a == key || b == key {
+            Hit::Plain
+        } else if a == key | NESTED || b == key | NESTED {
+            Hit::Nested
+        } else {
+            Hit::Miss
+        }
     }
 
-    /// Caches `key`, marked if `nested`.
+    /// Caches `key`, marked if `nested`: in place if its set holds it, else in the first way,
+    /// the previous first moving to the second (the older second is evicted).
     #[inline]
     pub(crate) fn insert(&mut self, key: u64, nested: bool) {
-        self.slots[key as usize % LOCAL_SLOTS] = stored(key, nested);
+        let value = stored(key, nested);
+        let set = &mut self.sets[key as usize % LOCAL_SETS];
+        if hit(set[0], key) != Hit::Miss {
+            set[0] = value;
+        } else if hit(set[1], key) != Hit::Miss {
+            set[1] = value;
+        } else {
+            *set = [value, set[0]];
+        }
     }
 
     pub(crate) fn clear(&mut self) {
-        self.slots = [0; LOCAL_SLOTS];
+        self.sets = [[0; 2]; LOCAL_SETS];
     }
 }
 
@@ -257,21 +276,26 @@ mod tests {
     }
 
     #[test]
-    fn local_cache_is_direct_mapped_and_keeps_the_mark() {
+    fn local_cache_keeps_two_keys_per_set_and_the_mark() {
         let mut c = LocalCache::new();
-        let (k1, k2) = (5, 5 + LOCAL_SLOTS as u64);
+        let set = LOCAL_SETS as u64;
+        let (k1, k2, k3) = (5, 5 + set, 5 + 2 * set);
         assert_eq!(c.lookup(k1), Hit::Miss);
         c.insert(k1, false);
         assert_eq!(c.lookup(k1), Hit::Plain);
         c.insert(k2, true);
         assert_eq!(c.lookup(k2), Hit::Nested);
-        assert_eq!(
-            c.lookup(k1),
-            Hit::Miss,
-            "same slot: the newer key evicts the older"
-        );
+        assert_eq!(c.lookup(k1), Hit::Plain, "same set, the other way");
+        c.insert(k1, true);
+        assert_eq!(c.lookup(k1), Hit::Nested, "updated in place");
+        assert_eq!(c.lookup(k2), Hit::Nested);
+        c.insert(k3, false);
+        assert_eq!(c.lookup(k3), Hit::Plain);
+        assert_eq!(c.lookup(k2), Hit::Nested, "the first way moved to the second");
+        assert_eq!(c.lookup(k1), Hit::Miss, "the second way was evicted");
         c.clear();
-        assert_eq!(c.lookup(k2), Hit::Miss);
+        assert_eq!(c.lookup(k1), Hit::Miss);
+        assert_eq!(c.lookup(k3), Hit::Miss);
     }
 
     /// The global table is process-wide, so this is the only unit test that touches it.

@@ -151,7 +151,7 @@
 //!    protected bucket walk of `keys::lookup`.
 //! 2. **Held stack** (`thread`, `held`): the thread's held-lock stack, in a thread-local; the
 //!    new entry's chain key extends the stack's (`held::entry`).
-//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's direct-mapped
+//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's two-way
 //!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
 //!    with no lock taken and no shared write. That is the fast path.
 //! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already

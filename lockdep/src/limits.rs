@@ -42,10 +42,10 @@ pub(crate) const CHAIN_TABLE_SLOTS: usize = 1 << 16;
 /// fast path to two cache lines.
 pub(crate) const CHAIN_TABLE_PROBE: usize = 16;
 
-/// The number of slots of each thread's direct-mapped chain cache: 512 bytes of thread-local
-/// storage, enough for the chains a thread repeats; a conflict only costs a probe of the global
-/// table.
-pub(crate) const LOCAL_CHAIN_SLOTS: usize = 64;
+/// The number of sets of each thread's two-way set-associative chain cache: 1 KiB of
+/// thread-local storage, enough for the chains a thread repeats; a conflict only costs a probe
+/// of the global table.
+pub(crate) const LOCAL_CHAIN_SETS: usize = 64;
 
 /// The default held-lock depth limit (the kernel's `MAX_LOCK_DEPTH`), changed with
 /// [`set_max_depth`](crate::set_max_depth). Locks above it are still tracked and validated; the
