@@ -83,11 +83,12 @@ pub(crate) fn acquire(
     nest_lock: Option<&LockMap>,
     site: Site,
 ) {
-    let (nest, nest_name) = nest_lock.map_or((0, ""), |n| (n.instance(), n.name()));
-    acquire_with(map, subclass, mode, trylock, nest, nest_name, site);
+    let nest = nest_lock.map_or(0, LockMap::instance);
+    acquire_with(map, subclass, mode, trylock, nest, nest_lock, site);
 }
 
-/// [`acquire`] with the nest_lock given by its instance address and name (0 and "" for none).
+/// [`acquire`] with the nest_lock given by its instance address (0 for none) and, if known,
+/// its map (only a report reads it, for the name: the fast path keeps no name in registers).
 #[inline]
 pub(crate) fn acquire_with(
     map: &LockMap,
@@ -95,7 +96,7 @@ pub(crate) fn acquire_with(
     mode: Mode,
     trylock: bool,
     nest: usize,
-    nest_name: &'static str,
+    nest_map: Option<&LockMap>,
     site: Site,
 ) {
     let class = resolve_class(map, subclass, site);
@@ -115,6 +116,10 @@ pub(crate) fn acquire_with(
         paired: false,
     };
     let done = with_state(|st| {
+        if !st.has_room() {
+            // Growing the stack is left to the slow path (see `ThreadState::has_room`).
+            return FastPath::Slow;
+        }
         if nest != 0 && st.find(nest).is_none() {
             return FastPath::Slow;
         }
@@ -139,12 +144,12 @@ pub(crate) fn acquire_with(
                 return FastPath::Slow;
             }
         }
-        st.push(next);
+        st.push_in_room(next);
         FastPath::Pushed
     })
     .unwrap_or(FastPath::Untracked);
     if done == FastPath::Slow {
-        acquire_slow(entry(), map, nest_name);
+        acquire_slow(entry(), map, nest_map.map_or("", LockMap::name));
     }
 }
 
