@@ -26,7 +26,7 @@ use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
 use crate::nesting::{self, Nesting};
 use crate::report::{self, build, episode, Capacity, Report};
-use crate::resolve::resolve_class;
+use crate::resolve::{self, resolve_class};
 use crate::settings;
 use crate::thread::{self, with_state, Release};
 
@@ -73,9 +73,60 @@ pub(crate) fn cycles_found() -> u64 {
     CYCLES_FOUND.load(Ordering::Relaxed)
 }
 
-/// See [`crate::acquire`].
+/// See [`crate::acquire`]: the fast path inline, the rest called last (a tail call), so that
+/// the fast path makes no call and saves no register.
 #[inline]
 pub(crate) fn acquire(
+    map: &LockMap,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest_lock: Option<&LockMap>,
+    site: Site,
+) {
+    if nest_lock.is_some() || !acquire_fast(map, subclass, mode, trylock, site) {
+        acquire_general(map, subclass, mode, trylock, nest_lock, site);
+    }
+}
+
+/// The usual acquisition, with no call and no shared write: a live cached class, room on the
+/// stack, below the depth limit, and a chain head, a trylock or a plain hit in the thread's
+/// chain cache. Pushes and returns true; false (and nothing changed) otherwise.
+#[inline(always)]
+fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Site) -> bool {
+    let Some(class) = resolve::cached_class(map, subclass) else {
+        return false;
+    };
+    thread::with_state_fast(|st| {
+        if !st.has_room() || st.depth() == settings::max_depth() {
+            return false;
+        }
+        let next = st.next(HeldLock {
+            class,
+            instance: map.instance(),
+            name: map.name(),
+            named: map.is_named(),
+            mode,
+            trylock,
+            subclass,
+            nest_lock: 0,
+            site,
+            chain_key: 0,
+            pin_count: 0,
+            paired: false,
+        });
+        if !trylock && st.top_key() != 0 && st.cache.lookup(next.key()) != Hit::Plain {
+            return false;
+        }
+        st.push_in_room(next);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// [`acquire`] when the fast path did not push.
+#[inline(never)]
+fn acquire_general(
     map: &LockMap,
     subclass: u8,
     mode: Mode,
@@ -292,6 +343,16 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
         let next = st.next(entry);
         st.push(next);
     });
+}
+
+/// See [`crate::release`]: what the fast pop did not do (the lock is not on top, or some
+/// entry is marked or nest-covered). Out of line, called last, so the fast path stays a leaf.
+#[inline(never)]
+pub(crate) fn release_general(map: &LockMap, site: Site) {
+    let found = thread::release(map.instance());
+    if !matches!(found, Release::Released) {
+        release_slow(map, found, site);
+    }
 }
 
 /// See [`crate::release`]: the entry carried marks, or the lock was not held.

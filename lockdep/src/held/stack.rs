@@ -164,6 +164,24 @@ impl ThreadState {
         entry
     }
 
+    /// The whole of the usual release: pops the top entry if it is `instance`'s and no held
+    /// entry carries a mark or a nest_lock; false (and nothing changes) otherwise.
+    #[inline(always)]
+    pub fn pop_plain(&mut self, instance: usize) -> bool {
+        let len = self.held.len();
+        // One test of the two counters: anything unusual goes the general way.
+        if len == 0 || self.held[len - 1].instance != instance || (self.marks | self.nested) != 0 {
+            return false;
+        }
+        self.held.pop();
+        self.top = if len == 1 {
+            0
+        } else {
+            self.held[len - 2].chain_key
+        };
+        true
+    }
+
     /// Bookkeeping for entry `i` leaving the stack; returns its pins and paired mark.
     #[inline]
     fn leave(&mut self, i: usize) -> Left {
