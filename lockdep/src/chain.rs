@@ -7,9 +7,10 @@
 //! once is remembered, so the next identical acquisition skips validation: first in a small
 //! per-thread two-way set-associative cache (no shared memory touched), then in a global lock-free
 //! open-addressing table that is only *read* on the fast path. Inserts happen under the graph
-//! lock. Entries are never individually removed: a chain that mentions a zapped class can
-//! never match again because class generations never repeat. When the table is full it is
-//! flushed (and counted), so it is bounded and never fails.
+//! lock. Entries are never removed on purpose: a chain that mentions a zapped class can
+//! never match again because class generations never repeat. When an insert finds its probe
+//! window full, one chain of the window is evicted (and counted), so the table is bounded,
+//! never fails, and never stalls the graph lock with a whole-table flush.
 //!
 //! A chain whose last lock is of a class already held below it ("A then A", two instances of
 //! one class) is cached with a mark: the top bit of the stored key, which a computed key never
@@ -28,7 +29,7 @@ use crate::mode::Mode;
 /// Zero-initialized static (.bss), so lookups need no lazy-initialization check.
 static TABLE: [AtomicU64; CHAIN_TABLE_SLOTS] = [const { AtomicU64::new(0) }; CHAIN_TABLE_SLOTS];
 static COUNT: AtomicUsize = AtomicUsize::new(0);
-static FLUSHES: AtomicUsize = AtomicUsize::new(0);
+static EVICTIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// The mark of a chain with same-class nesting in a cache slot: a bit no computed key has.
 const NESTED: u64 = 1 << 63;
@@ -114,33 +115,38 @@ pub(crate) fn global_lookup(key: u64) -> Hit {
 }
 
 /// Inserts `key`, marked if `nested`; the caller holds the graph lock (the only writer).
-/// Flushes the whole table when the probe window is full.
+/// When its probe window is full, one chain of the window gives up its slot (the victim taken
+/// in turn, by a hand that moves on at every eviction): an eviction costs O(1) and only the
+/// victim's re-validation, where flushing the whole table would re-validate every chain.
 pub(crate) fn global_insert(key: u64, nested: bool) {
     let value = stored(key, nested);
     let table = &TABLE;
     let start = key as usize % CHAIN_TABLE_SLOTS;
-    for attempt in 0..2 {
-        for i in 0..PROBE {
-            let slot = &table[(start + i) % CHAIN_TABLE_SLOTS];
-            // Relaxed: only the graph-lock holder writes the table.
-            match slot.load(Ordering::Relaxed) {
-                0 => {
-                    // Relaxed: see `global_lookup`; the value carries no pointer.
-                    slot.store(value, Ordering::Relaxed);
-                    // Relaxed: a statistic.
-                    COUNT.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                s if hit(s, key) != Hit::Miss => return,
-                _ => {}
+    for i in 0..PROBE {
+        let slot = &table[(start + i) % CHAIN_TABLE_SLOTS];
+        // Relaxed: only the graph-lock holder writes the table.
+        match slot.load(Ordering::Relaxed) {
+            0 => {
+                // Relaxed: see `global_lookup`; the value carries no pointer.
+                slot.store(value, Ordering::Relaxed);
+                // Relaxed: a statistic.
+                COUNT.fetch_add(1, Ordering::Relaxed);
+                return;
             }
-        }
-        if attempt == 0 {
-            // Relaxed: a statistic.
-            FLUSHES.fetch_add(1, Ordering::Relaxed);
-            clear();
+            s if hit(s, key) != Hit::Miss => {
+                // Relaxed: as above; the mark may change (a nested chain validated again).
+                slot.store(value, Ordering::Relaxed);
+                return;
+            }
+            _ => {}
         }
     }
+    // Relaxed: a statistic, and the hand only spreads the victims (the graph lock orders the
+    // inserters anyway).
+    let victim = EVICTIONS.fetch_add(1, Ordering::Relaxed) % PROBE;
+    // Relaxed: as above. A reader racing with the store sees the old chain or the new one,
+    // both valid answers; a lookup of the victim now misses, which costs its re-validation.
+    table[(start + victim) % CHAIN_TABLE_SLOTS].store(value, Ordering::Relaxed);
 }
 
 /// Empties the global table. Caller holds the graph lock.
@@ -159,10 +165,10 @@ pub(crate) fn count() -> usize {
     COUNT.load(Ordering::Relaxed)
 }
 
-/// Number of times the global table was flushed because it was full.
-pub(crate) fn flushes() -> usize {
+/// Number of chains the global table evicted for a new one (a full probe window).
+pub(crate) fn evictions() -> usize {
     // Relaxed: a statistic.
-    FLUSHES.load(Ordering::Relaxed)
+    EVICTIONS.load(Ordering::Relaxed)
 }
 
 /// A thread's two-way set-associative cache of validated chain keys: a key may sit in either
@@ -291,7 +297,11 @@ mod tests {
         assert_eq!(c.lookup(k2), Hit::Nested);
         c.insert(k3, false);
         assert_eq!(c.lookup(k3), Hit::Plain);
-        assert_eq!(c.lookup(k2), Hit::Nested, "the first way moved to the second");
+        assert_eq!(
+            c.lookup(k2),
+            Hit::Nested,
+            "the first way moved to the second"
+        );
         assert_eq!(c.lookup(k1), Hit::Miss, "the second way was evicted");
         c.clear();
         assert_eq!(c.lookup(k1), Hit::Miss);
@@ -300,12 +310,12 @@ mod tests {
 
     /// The global table is process-wide, so this is the only unit test that touches it.
     #[test]
-    fn global_table_flushes_when_a_probe_window_is_full() {
+    fn global_table_evicts_one_chain_when_a_probe_window_is_full() {
         // Keys that all start probing at the same slot.
         let keys: Vec<u64> = (1..=PROBE as u64 + 1)
             .map(|i| i * CHAIN_TABLE_SLOTS as u64 + 12_345)
             .collect();
-        let before = flushes();
+        let before = evictions();
         for (i, &k) in keys[..PROBE].iter().enumerate() {
             global_insert(k, i % 2 == 0);
         }
@@ -315,14 +325,23 @@ mod tests {
         }
         assert_eq!(global_lookup(keys[PROBE]), Hit::Miss);
         global_insert(keys[PROBE], false);
-        assert_eq!(flushes(), before + 1);
+        assert_eq!(evictions(), before + 1);
         assert_eq!(global_lookup(keys[PROBE]), Hit::Plain);
-        assert_eq!(
-            global_lookup(keys[0]),
-            Hit::Miss,
-            "the flush emptied the table"
-        );
+        let lost = keys[..PROBE]
+            .iter()
+            .filter(|&&k| global_lookup(k) == Hit::Miss)
+            .count();
+        assert_eq!(lost, 1, "exactly one chain of the window was evicted");
+        // Re-inserting a cached chain changes its mark in place, evicting nothing.
+        let kept = *keys[..PROBE]
+            .iter()
+            .find(|&&k| global_lookup(k) != Hit::Miss)
+            .unwrap();
+        global_insert(kept, true);
+        assert_eq!(global_lookup(kept), Hit::Nested);
+        assert_eq!(evictions(), before + 1);
         clear();
         assert_eq!(count(), 0);
+        assert_eq!(global_lookup(keys[PROBE]), Hit::Miss);
     }
 }

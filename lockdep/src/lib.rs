@@ -258,9 +258,9 @@
 //!   lasts from the first class that could not be created to the next one that could.
 //! - The held-lock depth limit ([`set_max_depth`]): each acquisition that takes a thread past
 //!   it is an episode; deeper locks are still tracked and validated.
-//! - The global chain cache is a fixed table; when full it is flushed (counted in
-//!   [`Stats::chain_cache_flushes`]), which only costs re-validation: no validation is lost,
-//!   so it is not reported.
+//! - The global chain cache is a fixed table; when a chain's probe window is full, one chain
+//!   of the window is evicted (counted in [`Stats::chain_cache_evictions`]), which only costs
+//!   that chain's re-validation: no validation is lost, so it is not reported.
 //! - Deduplication remembers 4096 distinct reports; beyond that, new distinct reports are
 //!   delivered every time. One delivery hands a report callback at most 64 reports caused by
 //!   its own lock operations; more are counted in [`Stats::reports_dropped`].
@@ -425,9 +425,8 @@ pub fn acquire(
 /// use [`release_guard`]). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
-    let found = thread::release(map.instance());
-    if !matches!(found, thread::Release::Released) {
-        validate::release_slow(map, found, site);
+    if !thread::release_fast(map.instance()) {
+        validate::release_general(map, site);
     }
 }
 
