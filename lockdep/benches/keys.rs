@@ -5,6 +5,10 @@
 //! 2. the same while two reader threads look keys up in a loop.
 //! 3. RSS: baseline; 1M keys registered at once, then all dropped; then 1M cycles of
 //!    create key, lock under a long-lived lock (new class, new dependency), drop.
+//! 4. Key churn next to validated traffic: the cycle of 3 (register, lock under a long-lived
+//!    lock, unregister) alone, and while another thread does validated lock pairs in a loop
+//!    (what false sharing between the two would slow down): interleaved rounds, the median of
+//!    the per-round ratio.
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +47,62 @@ fn register_unregister(samples: usize) -> (u64, u64, u64) {
         ns.push(t.elapsed().as_nanos() as u64 / BLOCK as u64);
     }
     percentiles(ns)
+}
+
+/// ns per churn cycle: a new key, its lock taken under `outer`, the key dropped.
+fn churn(outer: &LockMap, n: usize) -> f64 {
+    let site = Location::caller();
+    let t = Instant::now();
+    for _ in 0..n {
+        let k = DynamicKey::new("churn");
+        let m = LockMap::with_dynamic_key("churn", &k);
+        lockdep::acquire(outer, 0, Mode::Exclusive, false, None, site);
+        lockdep::acquire(&m, 0, Mode::Exclusive, false, None, site);
+        lockdep::release(&m, site);
+        lockdep::release(outer, site);
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// Churn alone and next to a thread doing validated pairs: (alone, with traffic, median of
+/// the per-round ratio), ns per cycle, medians over `rounds`.
+fn churn_next_to_traffic(rounds: usize, n: usize) -> (f64, f64, f64) {
+    let outer = LockMap::new("churn outer");
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (mut alone, mut busy, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let _ = churn(&outer, n / 10); // warm-up
+    for _ in 0..rounds {
+        let a = churn(&outer, n);
+        let stop = AtomicBool::new(false);
+        let started = Barrier::new(2);
+        let b = std::thread::scope(|s| {
+            s.spawn(|| {
+                static A: LockMap = LockMap::new("traffic A");
+                static B: LockMap = LockMap::new("traffic B");
+                let site = Location::caller();
+                started.wait();
+                // Relaxed: a stop flag.
+                while !stop.load(Ordering::Relaxed) {
+                    lockdep::acquire(&A, 0, Mode::Exclusive, false, None, site);
+                    lockdep::acquire(&B, 0, Mode::Exclusive, false, None, site);
+                    lockdep::release(&B, site);
+                    lockdep::release(&A, site);
+                }
+            });
+            started.wait();
+            let b = churn(&outer, n);
+            // Relaxed: a stop flag.
+            stop.store(true, Ordering::Relaxed);
+            b
+        });
+        alone.push(a);
+        busy.push(b);
+        ratio.push(b / a);
+    }
+    (median(&mut alone), median(&mut busy), median(&mut ratio))
 }
 
 fn main() {
@@ -138,5 +198,11 @@ fn main() {
     println!(
         "{n} x (new key, lock under outer, drop): {churn_ns} ns/cycle; RSS {base2} KiB -> {after2} KiB; classes {}, dependencies {}, keys {}",
         s.classes, s.dependencies, s.keys
+    );
+
+    let (rounds, cycles) = if quick { (3, 2_000) } else { (9, 50_000) };
+    let (alone, busy, ratio) = churn_next_to_traffic(rounds, cycles);
+    println!(
+        "key churn (new key, lock under outer, drop), {rounds} rounds x {cycles}: alone {alone:.0} ns/cycle, next to a thread doing validated pairs {busy:.0} ns/cycle; ratio {ratio:.2} (median of per-round ratios)"
     );
 }
