@@ -19,13 +19,15 @@
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
 //! and RwLock read. Single thread and uncontended except the ping-pong.
 //!
-//! Method: `ROUNDS` rounds; each round runs every cell of every row once (cells in rotating
-//! order), `ops` operations each; per cell the median over rounds of ns/op, and per ratio or
-//! difference the median over rounds of the per-round value (a busy phase of the machine hits
-//! a whole round). Overheads per lock: `on` and `off` against `raw` (the same lock without
-//! validation), the other detectors against `peer` (the lock they wrap). Run `cargo bench -p instrumented-locks --bench overhead` (fat LTO in the
-//! workspace's bench profile). With `--no-default-features` the `on` column is the feature-off
-//! build and must equal `raw`. Under `cargo test --benches`, one short round.
+//! Method: 45 rounds; each round runs every cell of every row once (cells in rotating order),
+//! `ops` operations each (short cells, so that a busy phase of the machine spoils few rounds
+//! whole); per cell the median over rounds of ns/op, and per ratio or difference the median
+//! over rounds of the per-round value (a busy phase hits a whole round, so a ratio within a
+//! round stays fair). Overheads per lock: `on` and `off` against `raw` (the same lock without
+//! validation), the other detectors against `peer` (the lock they wrap). Run `cargo bench -p
+//! instrumented-locks --bench overhead` (fat LTO in the workspace's bench profile). With
+//! `--no-default-features` the `on` column is the feature-off build and must equal `raw`.
+//! Under `cargo test --benches`, one short round.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -131,8 +133,8 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
-    let rounds = if bench { 15 } else { 1 };
-    const OPS: u64 = 200_000;
+    let rounds = if bench { 45 } else { 1 };
+    const OPS: u64 = 60_000;
 
     static DX_REPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     deloxide::Deloxide::new()
@@ -294,7 +296,7 @@ fn main() {
         row!("std RwLock read", 1, OPS, [Peer: &sl.0, On: &sl.1, Off: &sl.2],
             |x| black_box(*black_box(x).read().unwrap())),
     ];
-    let pp_ops = if bench { 2_000 } else { 10 };
+    let pp_ops = if bench { 700 } else { 10 };
     rows.push(Row {
         name: "condvar ping-pong (round trip)",
         locks: 2,
