@@ -101,6 +101,13 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
         if !st.has_room() || st.depth() == settings::max_depth() {
             return false;
         }
+        // The key the entry gets (`st.next` computes it again: the same value, computed once).
+        let below = st.top_key();
+        let key = HeldLock::chain_key_of(below, class, mode, trylock, 0);
+        if !trylock && below != 0 && st.cache.lookup(key) != Hit::Plain {
+            return false;
+        }
+        // Only now the rest of the entry: its loads stay off the path that gives up.
         let next = st.next(HeldLock {
             class,
             instance: map.instance(),
@@ -115,9 +122,6 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
             pin_count: 0,
             paired: false,
         });
-        if !trylock && st.top_key() != 0 && st.cache.lookup(next.key()) != Hit::Plain {
-            return false;
-        }
         st.push_in_room(next);
         true
     })
