@@ -4,7 +4,7 @@
 //!
 //! - `peer`: real parking_lot 0.12 (renamed `real_parking_lot`), or `std::sync` for the
 //!   std-flavoured rows;
-//! - `dd`: parking_lot 0.13 with its `deadlock_detection` feature (renamed `parking_lot_dd`);
+//! - `dd`: parking_lot 0.11 with its `deadlock_detection` feature (renamed `parking_lot_dd`);
 //! - `tm`: tracing-mutex 0.3 (its always-tracing parking_lot types): lock-order graph, cycle
 //!   check on every new edge;
 //! - `dx`: deloxide 1.1 with its `lock-order-graph` feature (started once, with a callback
@@ -272,9 +272,8 @@ fn main() {
         row!("rwlock read", 1, OPS,
             [Peer: &l.0, Dd: &l.1, Tm: &l.2, Dx: &l.3, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).read())),
-        // parking_lot 0.13 has no `read_recursive`.
         row!("rwlock read_recursive", 1, OPS,
-            [Peer: &l.0, Tm: &l.2, Raw: &l.4, On: &l.5, Off: &l.6],
+            [Peer: &l.0, Dd: &l.1, Tm: &l.2, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).read_recursive())),
         row!("rwlock upgradable_read", 1, OPS,
             [Peer: &l.0, Dd: &l.1, Tm: &l.2, Raw: &l.4, On: &l.5, Off: &l.6],
