@@ -153,7 +153,10 @@
 //!    new entry's chain key extends the stack's (`held::entry`).
 //! 3. **Chain cache** (`chain`): a chain validated before is in the thread's two-way
 //!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
-//!    with no lock taken and no shared write. That is the fast path.
+//!    with no lock taken and no shared write. The usual case (a live cached class, room on
+//!    the stack, a chain head, a trylock or a hit in the thread's cache) is the fast path,
+//!    `validate::acquire_fast`: inlined, with no call at all (everything else is a tail call
+//!    to the general path), through a thread-local with no destructor (`thread::local`).
 //! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
 //!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
@@ -166,8 +169,9 @@
 //!    deduplication, then the [`Policy`]) after it is released, before the entry is pushed.
 //!
 //! [`release`] is the reverse of step 2 (`thread::release`): the entry leaves the stack and
-//! the chain keys above it are recomputed. Freed lock memory and thread exit are checked in
-//! `thread` too.
+//! the chain keys above it are recomputed. Its fast path (`thread::release_fast`, no call)
+//! pops the top entry when nothing on the stack is pinned, paired or nest-covered. Freed lock
+//! memory and thread exit are checked in `thread` too.
 //!
 //! # Rules (from the kernel, and where they differ)
 //!
