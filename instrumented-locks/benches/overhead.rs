@@ -4,6 +4,11 @@
 //!
 //! - `peer`: real parking_lot 0.12 (renamed `real_parking_lot`), or `std::sync` for the
 //!   std-flavoured rows;
+//! - `dd`: parking_lot 0.11 with its `deadlock_detection` feature (renamed `parking_lot_dd`);
+//! - `tm`: tracing-mutex 0.3 (its always-tracing parking_lot types): lock-order graph, cycle
+//!   check on every new edge;
+//! - `dx`: deloxide 1.1 with its `lock-order-graph` feature (started once, with a callback
+//!   that counts reports: none is expected);
 //! - `raw`: lock_api's types over this crate's raw locks: exactly what the wrappers compile to
 //!   without the `validate` feature (the layout test asserts the sizes);
 //! - `on`: the wrappers, validating (every acquisition a chain-cache hit after the first);
@@ -14,12 +19,15 @@
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
 //! and RwLock read. Single thread and uncontended except the ping-pong.
 //!
-//! Method: `ROUNDS` rounds; each round runs every cell of every row once (cells in rotating
-//! order), `ops` operations each; per cell the median over rounds of ns/op, and per ratio or
-//! difference the median over rounds of the per-round value (a busy phase of the machine hits
-//! a whole round). Run `cargo bench -p instrumented-locks --bench overhead` (fat LTO in the
-//! workspace's bench profile). With `--no-default-features` the `on` column is the feature-off
-//! build and must equal `raw`. Under `cargo test --benches`, one short round.
+//! Method: 45 rounds; each round runs every cell of every row once (cells in rotating order),
+//! `ops` operations each (short cells, so that a busy phase of the machine spoils few rounds
+//! whole); per cell the median over rounds of ns/op, and per ratio or difference the median
+//! over rounds of the per-round value (a busy phase hits a whole round, so a ratio within a
+//! round stays fair). Overheads per lock: `on` and `off` against `raw` (the same lock without
+//! validation), the other detectors against `peer` (the lock they wrap). Run `cargo bench -p
+//! instrumented-locks --bench overhead` (fat LTO in the workspace's bench profile). With
+//! `--no-default-features` the `on` column is the feature-off build and must equal `raw`.
+//! Under `cargo test --benches`, one short round.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -33,6 +41,9 @@ type Run<'a> = Box<dyn FnMut(u64) + 'a>;
 #[derive(Clone, Copy, PartialEq)]
 enum Col {
     Peer,
+    Dd,
+    Tm,
+    Dx,
     Raw,
     On,
     Off,
@@ -102,6 +113,11 @@ type RawRw<T> = lock_api::RwLock<raw::RawRwLock, T>;
 type RawRe<T> = lock_api::ReentrantMutex<raw::RawMutex, raw::RawThreadId, T>;
 type Ours<T> = instrumented_locks::Mutex<T>;
 type OursRw<T> = instrumented_locks::RwLock<T>;
+type DdMutex<T> = parking_lot_dd::Mutex<T>;
+type TmMutex<T> = tracing_mutex::parkinglot::tracing::Mutex<T>;
+type TmRw<T> = tracing_mutex::parkinglot::tracing::RwLock<T>;
+type DxMutex<T> = deloxide::Mutex<T>;
+type DxRw<T> = deloxide::RwLock<T>;
 
 /// Eight locks of one implementation (eight construction sites: eight classes).
 macro_rules! eight {
@@ -117,30 +133,53 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
-    let rounds = if bench { 15 } else { 1 };
-    const OPS: u64 = 200_000;
+    let rounds = if bench { 45 } else { 1 };
+    const OPS: u64 = 60_000;
 
-    // The locks, per column.
+    static DX_REPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    deloxide::Deloxide::new()
+        .callback(|_| {
+            // Relaxed: a count read after the run.
+            DX_REPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .start()
+        .expect("deloxide starts");
+
+    // The locks of the mutex rows, per column.
     let m = (
         real_parking_lot::Mutex::new(0u64),
+        DdMutex::new(0u64),
+        TmMutex::new(0u64),
+        DxMutex::new(0u64),
         Raw::new(0u64),
         Ours::new(0u64),
         Ours::new(0u64),
     );
     let a = (
         real_parking_lot::Mutex::new(0u64),
+        DdMutex::new(0u64),
+        TmMutex::new(0u64),
+        DxMutex::new(0u64),
         Raw::new(0u64),
         Ours::new(0u64),
         Ours::new(0u64),
     );
     let b = (
         real_parking_lot::Mutex::new(0u64),
+        DdMutex::new(0u64),
+        TmMutex::new(0u64),
+        DxMutex::new(0u64),
         Raw::new(0u64),
         Ours::new(0u64),
         Ours::new(0u64),
     );
     let d_pl = eight!(real_parking_lot::Mutex::new(0u64));
+    let d_dd = eight!(DdMutex::new(0u64));
+    let d_tm = eight!(TmMutex::new(0u64));
+    let d_dx = eight!(DxMutex::new(0u64));
     let d_raw = eight!(Raw::new(0u64));
+    // Spelled out: eight construction sites, eight classes (one site would nest a class in
+    // itself).
     let d_on = [
         Ours::new(0u64),
         Ours::new(0u64),
@@ -163,12 +202,17 @@ fn main() {
     ];
     let l = (
         real_parking_lot::RwLock::new(0u64),
+        parking_lot_dd::RwLock::new(0u64),
+        TmRw::new(0u64),
+        DxRw::new(0u64),
         RawRw::new(0u64),
         OursRw::new(0u64),
         OursRw::new(0u64),
     );
     let re = (
         real_parking_lot::ReentrantMutex::new(0u64),
+        parking_lot_dd::ReentrantMutex::new(0u64),
+        tracing_mutex::parkinglot::tracing::ReentrantMutex::new(0u64),
         RawRe::new(0u64),
         instrumented_locks::ReentrantMutex::new(0u64),
         instrumented_locks::ReentrantMutex::new(0u64),
@@ -178,6 +222,8 @@ fn main() {
             real_parking_lot::Mutex::new(false),
             real_parking_lot::Condvar::new(),
         ),
+        (DdMutex::new(false), parking_lot_dd::Condvar::new()),
+        (DxMutex::new(false), deloxide::Condvar::new()),
         (Raw::new(false), raw::Condvar::new()),
         (Ours::new(false), instrumented_locks::Condvar::new()),
         (Ours::new(false), instrumented_locks::Condvar::new()),
@@ -194,12 +240,15 @@ fn main() {
     );
 
     let mut rows = vec![
-        row!("mutex lock+unlock", 1, OPS, [Peer: &m.0, Raw: &m.1, On: &m.2, Off: &m.3],
+        row!("mutex lock+unlock", 1, OPS,
+            [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, On: &m.5, Off: &m.6],
             |x| *black_box(x).lock() += 1),
-        row!("mutex try_lock+unlock", 1, OPS, [Peer: &m.0, Raw: &m.1, On: &m.2, Off: &m.3],
+        row!("mutex try_lock+unlock", 1, OPS,
+            [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, On: &m.5, Off: &m.6],
             |x| *black_box(x).try_lock().unwrap() += 1),
         row!("nested pair A→B", 2, OPS,
-        [Peer: (&a.0, &b.0), Raw: (&a.1, &b.1), On: (&a.2, &b.2), Off: (&a.3, &b.3)],
+        [Peer: (&a.0, &b.0), Dd: (&a.1, &b.1), Tm: (&a.2, &b.2), Dx: (&a.3, &b.3),
+         Raw: (&a.4, &b.4), On: (&a.5, &b.5), Off: (&a.6, &b.6)],
         |x| {
             let mut ga = black_box(x.0).lock();
             let mut gb = black_box(x.1).lock();
@@ -207,7 +256,7 @@ fn main() {
             *gb += 1;
         }),
         row!("8-deep nest", 8, OPS / 4,
-        [Peer: &d_pl, Raw: &d_raw, On: &d_on, Off: &d_off],
+        [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &d_on, Off: &d_off],
         |x| {
             let x = black_box(x);
             let g0 = x[0].lock();
@@ -220,26 +269,33 @@ fn main() {
             let g7 = x[7].lock();
             black_box((&g0, &g1, &g2, &g3, &g4, &g5, &g6, &g7));
         }),
-        row!("rwlock read", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+        row!("rwlock read", 1, OPS,
+            [Peer: &l.0, Dd: &l.1, Tm: &l.2, Dx: &l.3, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).read())),
-        row!("rwlock read_recursive", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+        row!("rwlock read_recursive", 1, OPS,
+            [Peer: &l.0, Dd: &l.1, Tm: &l.2, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).read_recursive())),
-        row!("rwlock upgradable_read", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+        row!("rwlock upgradable_read", 1, OPS,
+            [Peer: &l.0, Dd: &l.1, Tm: &l.2, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).upgradable_read())),
-        row!("rwlock write", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+        row!("rwlock write", 1, OPS,
+            [Peer: &l.0, Dd: &l.1, Tm: &l.2, Dx: &l.3, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| *black_box(x).write() += 1),
-        row!("rwlock try_read", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+        row!("rwlock try_read", 1, OPS,
+            [Peer: &l.0, Dd: &l.1, Tm: &l.2, Dx: &l.3, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).try_read().unwrap())),
-        row!("rwlock try_write", 1, OPS, [Peer: &l.0, Raw: &l.1, On: &l.2, Off: &l.3],
+        row!("rwlock try_write", 1, OPS,
+            [Peer: &l.0, Dd: &l.1, Tm: &l.2, Dx: &l.3, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| *black_box(x).try_write().unwrap() += 1),
-        row!("reentrant lock", 1, OPS, [Peer: &re.0, Raw: &re.1, On: &re.2, Off: &re.3],
+        row!("reentrant lock", 1, OPS,
+            [Peer: &re.0, Dd: &re.1, Tm: &re.2, Raw: &re.3, On: &re.4, Off: &re.5],
             |x| black_box(*black_box(x).lock())),
         row!("std Mutex lock+unlock", 1, OPS, [Peer: &sm.0, On: &sm.1, Off: &sm.2],
             |x| *black_box(x).lock().unwrap() += 1),
         row!("std RwLock read", 1, OPS, [Peer: &sl.0, On: &sl.1, Off: &sl.2],
             |x| black_box(*black_box(x).read().unwrap())),
     ];
-    let pp_ops = if bench { 2_000 } else { 10 };
+    let pp_ops = if bench { 700 } else { 10 };
     rows.push(Row {
         name: "condvar ping-pong (round trip)",
         locks: 2,
@@ -250,16 +306,24 @@ fn main() {
                 Box::new(|n: u64| ping_pong!(&cv.0 .0, &cv.0 .1, n)) as Run<'_>,
             ),
             (
-                Col::Raw,
+                Col::Dd,
                 Box::new(|n: u64| ping_pong!(&cv.1 .0, &cv.1 .1, n)),
             ),
             (
-                Col::On,
+                Col::Dx,
                 Box::new(|n: u64| ping_pong!(&cv.2 .0, &cv.2 .1, n)),
             ),
             (
-                Col::Off,
+                Col::Raw,
                 Box::new(|n: u64| ping_pong!(&cv.3 .0, &cv.3 .1, n)),
+            ),
+            (
+                Col::On,
+                Box::new(|n: u64| ping_pong!(&cv.4 .0, &cv.4 .1, n)),
+            ),
+            (
+                Col::Off,
+                Box::new(|n: u64| ping_pong!(&cv.5 .0, &cv.5 .1, n)),
             ),
         ],
     });
@@ -291,8 +355,10 @@ fn main() {
         "validate feature OFF: `on` is the feature-off build"
     };
     println!("\noverhead ({mode}): {rounds} rounds, medians over rounds, ns per operation");
-    println!("| row | peer | raw | on | off | on/peer | on−raw per lock | off−raw per lock |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| row | peer | dd | tm | dx | raw | on | off | on/peer | per lock: on−raw | off−raw | dd−peer | tm−peer | dx−peer |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (row, cells) in rows.iter().zip(&ns) {
         let at = |col: Col| {
             row.cells
@@ -307,17 +373,27 @@ fn main() {
             Some(median(&mut v))
         };
         let locks = f64::from(row.locks);
+        let per_lock = |x: Col, y: Col| per_round(x, y, &|a, b| (a - b) / locks);
         let show = |v: Option<f64>, p: usize| v.map_or("–".to_string(), |v| format!("{v:.p$}"));
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.name,
             show(med(Col::Peer), 1),
+            show(med(Col::Dd), 1),
+            show(med(Col::Tm), 1),
+            show(med(Col::Dx), 1),
             show(med(Col::Raw), 1),
             show(med(Col::On), 1),
             show(med(Col::Off), 1),
             show(per_round(Col::On, Col::Peer, &|a, b| a / b), 2),
-            show(per_round(Col::On, Col::Raw, &|a, b| (a - b) / locks), 1),
-            show(per_round(Col::Off, Col::Raw, &|a, b| (a - b) / locks), 1),
+            show(per_lock(Col::On, Col::Raw), 1),
+            show(per_lock(Col::Off, Col::Raw), 1),
+            show(per_lock(Col::Dd, Col::Peer), 1),
+            show(per_lock(Col::Tm, Col::Peer), 1),
+            show(per_lock(Col::Dx, Col::Peer), 1),
         );
     }
+    // Relaxed: read after every cell ran.
+    let dx = DX_REPORTS.load(std::sync::atomic::Ordering::Relaxed);
+    println!("deloxide reports during the run: {dx} (none expected)");
 }

@@ -10,7 +10,12 @@ const OFF: u8 = 2;
 /// [`set_enabled`] was not called: `0`, `off` or `false` turn validation off.
 pub const ENV_VAR: &str = "INSTRUMENTED_LOCKS_VALIDATE";
 
-static STATE: AtomicU8 = AtomicU8::new(UNSET);
+/// The switch, alone on its cache line (every lock operation reads it): no write to a
+/// neighbouring static (a counter, a seed) invalidates the line under every reader.
+#[repr(align(128))]
+struct Switch(AtomicU8);
+
+static STATE: Switch = Switch(AtomicU8::new(UNSET));
 
 /// Turns validation on or off for acquisitions made from now on, process-wide.
 ///
@@ -25,7 +30,7 @@ static STATE: AtomicU8 = AtomicU8::new(UNSET);
 /// this switch has no effect. Thread-safe.
 pub fn set_enabled(on: bool) {
     // Relaxed: the flag guards no other data; each guard records what it did itself.
-    STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+    STATE.0.store(if on { ON } else { OFF }, Ordering::Relaxed);
 }
 
 /// Whether lock operations are being fed to lockdep: false without the `validate` feature,
@@ -37,7 +42,7 @@ pub fn is_enabled() -> bool {
         return false;
     }
     // Relaxed: see `set_enabled`.
-    match STATE.load(Ordering::Relaxed) {
+    match STATE.0.load(Ordering::Relaxed) {
         ON => true,
         OFF => false,
         _ => init_from_env(),
@@ -56,9 +61,11 @@ fn init_from_env() -> bool {
         .unwrap_or(false);
     let v = if off { OFF } else { ON };
     // Relaxed: see `set_enabled`. A racing `set_enabled` wins (compare_exchange from UNSET).
-    let _ = STATE.compare_exchange(UNSET, v, Ordering::Relaxed, Ordering::Relaxed);
+    let _ = STATE
+        .0
+        .compare_exchange(UNSET, v, Ordering::Relaxed, Ordering::Relaxed);
     // Relaxed: as above.
-    STATE.load(Ordering::Relaxed) == ON
+    STATE.0.load(Ordering::Relaxed) == ON
 }
 
 #[cfg(test)]
@@ -68,7 +75,7 @@ mod tests {
     /// The only unit test touching the switch, so the state starts unset.
     #[test]
     fn env_var_then_explicit_switch() {
-        assert_eq!(STATE.load(Ordering::Relaxed), UNSET);
+        assert_eq!(STATE.0.load(Ordering::Relaxed), UNSET);
         std::env::set_var(ENV_VAR, " Off ");
         assert!(
             !is_enabled(),

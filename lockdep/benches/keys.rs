@@ -5,6 +5,11 @@
 //! 2. the same while two reader threads look keys up in a loop.
 //! 3. RSS: baseline; 1M keys registered at once, then all dropped; then 1M cycles of
 //!    create key, lock under a long-lived lock (new class, new dependency), drop.
+//! 4. Key churn next to validated traffic: the cycle of 3 (register, lock under a long-lived
+//!    lock, unregister) alone, next to a thread that spins (the control: what any busy
+//!    neighbour costs here), and next to a thread doing validated lock pairs in a loop (what
+//!    false sharing between the two would slow down further): interleaved rounds, medians of
+//!    the per-round ratios.
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +48,98 @@ fn register_unregister(samples: usize) -> (u64, u64, u64) {
         ns.push(t.elapsed().as_nanos() as u64 / BLOCK as u64);
     }
     percentiles(ns)
+}
+
+/// ns per churn cycle: a new key, its lock taken under `outer`, the key dropped.
+fn churn(outer: &LockMap, n: usize) -> f64 {
+    let site = Location::caller();
+    let t = Instant::now();
+    for _ in 0..n {
+        let k = DynamicKey::new("churn");
+        let m = LockMap::with_dynamic_key("churn", &k);
+        lockdep::acquire(outer, 0, Mode::Exclusive, false, None, site);
+        lockdep::acquire(&m, 0, Mode::Exclusive, false, None, site);
+        lockdep::release(&m, site);
+        lockdep::release(outer, site);
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// What the neighbour thread of a churn round does.
+#[derive(Clone, Copy, PartialEq)]
+enum Neighbour {
+    /// Nothing: no neighbour thread.
+    None,
+    /// Spins on a local counter: the control (what any busy thread costs on a machine whose
+    /// CPUs share a core or a host).
+    Spin,
+    /// Validated lock pairs on two long-lived locks, in a loop.
+    Pairs,
+}
+
+/// Churn cycles of `n` next to `neighbour`, ns per cycle.
+fn churn_round(outer: &LockMap, n: usize, neighbour: Neighbour) -> f64 {
+    if neighbour == Neighbour::None {
+        return churn(outer, n);
+    }
+    let stop = AtomicBool::new(false);
+    let started = Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            static A: LockMap = LockMap::new("traffic A");
+            static B: LockMap = LockMap::new("traffic B");
+            let site = Location::caller();
+            let mut x = 0u64;
+            started.wait();
+            // Relaxed: a stop flag.
+            while !stop.load(Ordering::Relaxed) {
+                if neighbour == Neighbour::Spin {
+                    x = std::hint::black_box(x + 1);
+                    continue;
+                }
+                lockdep::acquire(&A, 0, Mode::Exclusive, false, None, site);
+                lockdep::acquire(&B, 0, Mode::Exclusive, false, None, site);
+                lockdep::release(&B, site);
+                lockdep::release(&A, site);
+            }
+        });
+        started.wait();
+        let t = churn(outer, n);
+        // Relaxed: a stop flag.
+        stop.store(true, Ordering::Relaxed);
+        t
+    })
+}
+
+/// Churn alone, next to a spinning thread, and next to a thread doing validated pairs, in
+/// interleaved rounds: ns per cycle (medians over `rounds`), then the medians of the per-round
+/// ratios pairs/alone and pairs/spin (the share of the slowdown that is the validator's).
+fn churn_next_to_traffic(rounds: usize, n: usize) -> ([f64; 3], f64, f64) {
+    let outer = LockMap::new("churn outer");
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let modes = [Neighbour::None, Neighbour::Spin, Neighbour::Pairs];
+    let mut ns: [Vec<f64>; 3] = Default::default();
+    let (mut vs_alone, mut vs_spin) = (Vec::new(), Vec::new());
+    let _ = churn(&outer, n / 10); // warm-up
+    for round in 0..rounds {
+        let mut t = [0.0; 3];
+        for k in 0..3 {
+            let m = (k + round) % 3;
+            t[m] = churn_round(&outer, n, modes[m]);
+            ns[m].push(t[m]);
+        }
+        vs_alone.push(t[2] / t[0]);
+        vs_spin.push(t[2] / t[1]);
+    }
+    let [a, b, c] = &mut ns;
+    (
+        [median(a), median(b), median(c)],
+        median(&mut vs_alone),
+        median(&mut vs_spin),
+    )
 }
 
 fn main() {
@@ -138,5 +235,11 @@ fn main() {
     println!(
         "{n} x (new key, lock under outer, drop): {churn_ns} ns/cycle; RSS {base2} KiB -> {after2} KiB; classes {}, dependencies {}, keys {}",
         s.classes, s.dependencies, s.keys
+    );
+
+    let (rounds, cycles) = if quick { (3, 2_000) } else { (9, 50_000) };
+    let ([alone, spin, pairs], vs_alone, vs_spin) = churn_next_to_traffic(rounds, cycles);
+    println!(
+        "key churn (new key, lock under outer, drop), {rounds} rounds x {cycles}: alone {alone:.0}, next to a spinning thread {spin:.0}, next to a thread doing validated pairs {pairs:.0} ns/cycle; pairs/alone {vs_alone:.2}, pairs/spin {vs_spin:.2} (medians of per-round ratios)"
     );
 }

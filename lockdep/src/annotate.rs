@@ -141,7 +141,7 @@ pub fn upgrade(map: &LockMap, site: &'static Location<'static>) {
         Mode::Exclusive,
         false,
         entry.nest_lock,
-        "",
+        None,
         site,
     );
     if entry.pin_count > 0 {

@@ -5,11 +5,12 @@
 //! and `HeldLock::chain_key_on` (its only caller) decides which fields of a held lock are part
 //! of the chain. A chain that was validated
 //! once is remembered, so the next identical acquisition skips validation: first in a small
-//! per-thread direct-mapped cache (no shared memory touched), then in a global lock-free
+//! per-thread two-way set-associative cache (no shared memory touched), then in a global lock-free
 //! open-addressing table that is only *read* on the fast path. Inserts happen under the graph
-//! lock. Entries are never individually removed: a chain that mentions a zapped class can
-//! never match again because class generations never repeat. When the table is full it is
-//! flushed (and counted), so it is bounded and never fails.
+//! lock. Entries are never removed on purpose: a chain that mentions a zapped class can
+//! never match again because class generations never repeat. When an insert finds its probe
+//! window full, one chain of the window is evicted (and counted), so the table is bounded,
+//! never fails, and never stalls the graph lock with a whole-table flush.
 //!
 //! A chain whose last lock is of a class already held below it ("A then A", two instances of
 //! one class) is cached with a mark: the top bit of the stored key, which a computed key never
@@ -21,14 +22,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::class::ClassId;
 use crate::limits::{
-    CHAIN_TABLE_PROBE as PROBE, CHAIN_TABLE_SLOTS, LOCAL_CHAIN_SLOTS as LOCAL_SLOTS,
+    CHAIN_TABLE_PROBE as PROBE, CHAIN_TABLE_SLOTS, LOCAL_CHAIN_SETS as LOCAL_SETS,
 };
 use crate::mode::Mode;
 
 /// Zero-initialized static (.bss), so lookups need no lazy-initialization check.
 static TABLE: [AtomicU64; CHAIN_TABLE_SLOTS] = [const { AtomicU64::new(0) }; CHAIN_TABLE_SLOTS];
 static COUNT: AtomicUsize = AtomicUsize::new(0);
-static FLUSHES: AtomicUsize = AtomicUsize::new(0);
+static EVICTIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// The mark of a chain with same-class nesting in a cache slot: a bit no computed key has.
 const NESTED: u64 = 1 << 63;
@@ -85,10 +86,12 @@ fn fold_mul(a: u64, b: u64) -> u64 {
 #[inline]
 pub(crate) fn extend(prev: u64, class: ClassId, mode: Mode, trylock: bool, nested: bool) -> u64 {
     let tag = mode.code() | (u64::from(trylock) << 2) | (u64::from(nested) << 3);
-    // The class and tag are spread by one multiply (off the critical path: they do not depend
-    // on `prev`), then folded with `prev` by one more.
+    // The class and tag are spread by a folded multiply (off the critical path: they do not
+    // depend on `prev`). On the path from one key to the next there is only a rotation, an xor
+    // and a plain multiply by an odd constant: a bijection of the xor, so two chains collide
+    // only if the xors do, and every bit of the well-mixed `entry` still reaches the key.
     let entry = fold_mul(class.to_bits() ^ (tag << 56), 0x9e37_79b9_7f4a_7c15);
-    let k = fold_mul(prev.rotate_left(23) ^ entry, 0xa076_1d64_78bd_642f);
+    let k = (prev.rotate_left(23) ^ entry).wrapping_mul(0xa076_1d64_78bd_642f);
     // Bit 63 cleared for the mark, bit 62 set so the key is never 0; the low bits (the cache
     // indexes) keep the hash's.
     (k >> 1) | (1 << 62)
@@ -114,33 +117,38 @@ pub(crate) fn global_lookup(key: u64) -> Hit {
 }
 
 /// Inserts `key`, marked if `nested`; the caller holds the graph lock (the only writer).
-/// Flushes the whole table when the probe window is full.
+/// When its probe window is full, one chain of the window gives up its slot (the victim taken
+/// in turn, by a hand that moves on at every eviction): an eviction costs O(1) and only the
+/// victim's re-validation, where flushing the whole table would re-validate every chain.
 pub(crate) fn global_insert(key: u64, nested: bool) {
     let value = stored(key, nested);
     let table = &TABLE;
     let start = key as usize % CHAIN_TABLE_SLOTS;
-    for attempt in 0..2 {
-        for i in 0..PROBE {
-            let slot = &table[(start + i) % CHAIN_TABLE_SLOTS];
-            // Relaxed: only the graph-lock holder writes the table.
-            match slot.load(Ordering::Relaxed) {
-                0 => {
-                    // Relaxed: see `global_lookup`; the value carries no pointer.
-                    slot.store(value, Ordering::Relaxed);
-                    // Relaxed: a statistic.
-                    COUNT.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                s if hit(s, key) != Hit::Miss => return,
-                _ => {}
+    for i in 0..PROBE {
+        let slot = &table[(start + i) % CHAIN_TABLE_SLOTS];
+        // Relaxed: only the graph-lock holder writes the table.
+        match slot.load(Ordering::Relaxed) {
+            0 => {
+                // Relaxed: see `global_lookup`; the value carries no pointer.
+                slot.store(value, Ordering::Relaxed);
+                // Relaxed: a statistic.
+                COUNT.fetch_add(1, Ordering::Relaxed);
+                return;
             }
-        }
-        if attempt == 0 {
-            // Relaxed: a statistic.
-            FLUSHES.fetch_add(1, Ordering::Relaxed);
-            clear();
+            s if hit(s, key) != Hit::Miss => {
+                // Relaxed: as above; the mark may change (a nested chain validated again).
+                slot.store(value, Ordering::Relaxed);
+                return;
+            }
+            _ => {}
         }
     }
+    // Relaxed: a statistic, and the hand only spreads the victims (the graph lock orders the
+    // inserters anyway).
+    let victim = EVICTIONS.fetch_add(1, Ordering::Relaxed) % PROBE;
+    // Relaxed: as above. A reader racing with the store sees the old chain or the new one,
+    // both valid answers; a lookup of the victim now misses, which costs its re-validation.
+    table[(start + victim) % CHAIN_TABLE_SLOTS].store(value, Ordering::Relaxed);
 }
 
 /// Empties the global table. Caller holds the graph lock.
@@ -159,38 +167,57 @@ pub(crate) fn count() -> usize {
     COUNT.load(Ordering::Relaxed)
 }
 
-/// Number of times the global table was flushed because it was full.
-pub(crate) fn flushes() -> usize {
+/// Number of chains the global table evicted for a new one (a full probe window).
+pub(crate) fn evictions() -> usize {
     // Relaxed: a statistic.
-    FLUSHES.load(Ordering::Relaxed)
+    EVICTIONS.load(Ordering::Relaxed)
 }
 
-/// A thread's direct-mapped cache of validated chain keys.
+/// A thread's two-way set-associative cache of validated chain keys: a key may sit in either
+/// way of its set, so two chains of one thread whose keys share a set (likely among the chains
+/// of an 8-deep nest) do not evict each other on every acquisition.
 pub(crate) struct LocalCache {
-    slots: [u64; LOCAL_SLOTS],
+    /// Per set: the most recently inserted key first.
+    sets: [[u64; 2]; LOCAL_SETS],
 }
 
 impl LocalCache {
     pub(crate) const fn new() -> LocalCache {
         LocalCache {
-            slots: [0; LOCAL_SLOTS],
+            sets: [[0; 2]; LOCAL_SETS],
         }
     }
 
-    /// What the cache holds for `key`: an unmarked hit is one comparison.
+    /// What the cache holds for `key`: an unmarked hit is two comparisons of one 16-byte set.
     #[inline]
     pub(crate) fn lookup(&self, key: u64) -> Hit {
-        hit(self.slots[key as usize % LOCAL_SLOTS], key)
+        let [a, b] = self.sets[key as usize % LOCAL_SETS];
+        if a == key || b == key {
+            Hit::Plain
+        } else if a == key | NESTED || b == key | NESTED {
+            Hit::Nested
+        } else {
+            Hit::Miss
+        }
     }
 
-    /// Caches `key`, marked if `nested`.
+    /// Caches `key`, marked if `nested`: in place if its set holds it, else in the first way,
+    /// the previous first moving to the second (the older second is evicted).
     #[inline]
     pub(crate) fn insert(&mut self, key: u64, nested: bool) {
-        self.slots[key as usize % LOCAL_SLOTS] = stored(key, nested);
+        let value = stored(key, nested);
+        let set = &mut self.sets[key as usize % LOCAL_SETS];
+        if hit(set[0], key) != Hit::Miss {
+            set[0] = value;
+        } else if hit(set[1], key) != Hit::Miss {
+            set[1] = value;
+        } else {
+            *set = [value, set[0]];
+        }
     }
 
     pub(crate) fn clear(&mut self) {
-        self.slots = [0; LOCAL_SLOTS];
+        self.sets = [[0; 2]; LOCAL_SETS];
     }
 }
 
@@ -257,31 +284,40 @@ mod tests {
     }
 
     #[test]
-    fn local_cache_is_direct_mapped_and_keeps_the_mark() {
+    fn local_cache_keeps_two_keys_per_set_and_the_mark() {
         let mut c = LocalCache::new();
-        let (k1, k2) = (5, 5 + LOCAL_SLOTS as u64);
+        let set = LOCAL_SETS as u64;
+        let (k1, k2, k3) = (5, 5 + set, 5 + 2 * set);
         assert_eq!(c.lookup(k1), Hit::Miss);
         c.insert(k1, false);
         assert_eq!(c.lookup(k1), Hit::Plain);
         c.insert(k2, true);
         assert_eq!(c.lookup(k2), Hit::Nested);
+        assert_eq!(c.lookup(k1), Hit::Plain, "same set, the other way");
+        c.insert(k1, true);
+        assert_eq!(c.lookup(k1), Hit::Nested, "updated in place");
+        assert_eq!(c.lookup(k2), Hit::Nested);
+        c.insert(k3, false);
+        assert_eq!(c.lookup(k3), Hit::Plain);
         assert_eq!(
-            c.lookup(k1),
-            Hit::Miss,
-            "same slot: the newer key evicts the older"
+            c.lookup(k2),
+            Hit::Nested,
+            "the first way moved to the second"
         );
+        assert_eq!(c.lookup(k1), Hit::Miss, "the second way was evicted");
         c.clear();
-        assert_eq!(c.lookup(k2), Hit::Miss);
+        assert_eq!(c.lookup(k1), Hit::Miss);
+        assert_eq!(c.lookup(k3), Hit::Miss);
     }
 
     /// The global table is process-wide, so this is the only unit test that touches it.
     #[test]
-    fn global_table_flushes_when_a_probe_window_is_full() {
+    fn global_table_evicts_one_chain_when_a_probe_window_is_full() {
         // Keys that all start probing at the same slot.
         let keys: Vec<u64> = (1..=PROBE as u64 + 1)
             .map(|i| i * CHAIN_TABLE_SLOTS as u64 + 12_345)
             .collect();
-        let before = flushes();
+        let before = evictions();
         for (i, &k) in keys[..PROBE].iter().enumerate() {
             global_insert(k, i % 2 == 0);
         }
@@ -291,14 +327,23 @@ mod tests {
         }
         assert_eq!(global_lookup(keys[PROBE]), Hit::Miss);
         global_insert(keys[PROBE], false);
-        assert_eq!(flushes(), before + 1);
+        assert_eq!(evictions(), before + 1);
         assert_eq!(global_lookup(keys[PROBE]), Hit::Plain);
-        assert_eq!(
-            global_lookup(keys[0]),
-            Hit::Miss,
-            "the flush emptied the table"
-        );
+        let lost = keys[..PROBE]
+            .iter()
+            .filter(|&&k| global_lookup(k) == Hit::Miss)
+            .count();
+        assert_eq!(lost, 1, "exactly one chain of the window was evicted");
+        // Re-inserting a cached chain changes its mark in place, evicting nothing.
+        let kept = *keys[..PROBE]
+            .iter()
+            .find(|&&k| global_lookup(k) != Hit::Miss)
+            .unwrap();
+        global_insert(kept, true);
+        assert_eq!(global_lookup(kept), Hit::Nested);
+        assert_eq!(evictions(), before + 1);
         clear();
         assert_eq!(count(), 0);
+        assert_eq!(global_lookup(keys[PROBE]), Hit::Miss);
     }
 }

@@ -28,8 +28,9 @@ pub struct Stats {
     pub instance_pairs: usize,
     /// Chains in the global chain cache.
     pub chains: usize,
-    /// Times the global chain cache was flushed because it was full.
-    pub chain_cache_flushes: usize,
+    /// Chains the global chain cache evicted to make room for a new one (an insert found its
+    /// probe window full); each costs only that chain's re-validation. Not reset.
+    pub chain_cache_evictions: usize,
     /// Reports made since the process started, repeats included (not reset).
     pub reports: u64,
     /// Reports delivered as the first occurrence of a distinct report (not reset; a report
@@ -81,7 +82,7 @@ pub fn stats() -> Stats {
         dependencies,
         instance_pairs,
         chains: chain::count(),
-        chain_cache_flushes: chain::flushes(),
+        chain_cache_evictions: chain::evictions(),
         reports: report::made(),
         distinct_reports: summary.distinct,
         repeats_suppressed: summary.repeats_suppressed,

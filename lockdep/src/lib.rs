@@ -153,9 +153,12 @@
 //!    protected bucket walk of `keys::lookup`.
 //! 2. **Held stack** (`thread`, `held`): the thread's held-lock stack, in a thread-local; the
 //!    new entry's chain key extends the stack's (`held::entry`).
-//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's direct-mapped
+//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's two-way
 //!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
-//!    with no lock taken and no shared write. That is the fast path.
+//!    with no lock taken and no shared write. The usual case (a live cached class, room on
+//!    the stack, a chain head, a trylock or a hit in the thread's cache) is the fast path,
+//!    `validate::acquire_fast`: inlined, with no call at all (everything else is a tail call
+//!    to the general path), through a thread-local with no destructor (`thread::local`).
 //! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
 //!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
@@ -168,8 +171,9 @@
 //!    deduplication, then the [`Policy`]) after it is released, before the entry is pushed.
 //!
 //! [`release`] is the reverse of step 2 (`thread::release`): the entry leaves the stack and
-//! the chain keys above it are recomputed. Freed lock memory and thread exit are checked in
-//! `thread` too.
+//! the chain keys above it are recomputed. Its fast path (`thread::release_fast`, no call)
+//! pops the top entry when nothing on the stack is pinned, paired or nest-covered. Freed lock
+//! memory and thread exit are checked in `thread` too.
 //!
 //! # Rules (from the kernel, and where they differ)
 //!
@@ -260,9 +264,9 @@
 //!   lasts from the first class that could not be created to the next one that could.
 //! - The held-lock depth limit ([`set_max_depth`]): each acquisition that takes a thread past
 //!   it is an episode; deeper locks are still tracked and validated.
-//! - The global chain cache is a fixed table; when full it is flushed (counted in
-//!   [`Stats::chain_cache_flushes`]), which only costs re-validation: no validation is lost,
-//!   so it is not reported.
+//! - The global chain cache is a fixed table; when a chain's probe window is full, one chain
+//!   of the window is evicted (counted in [`Stats::chain_cache_evictions`]), which only costs
+//!   that chain's re-validation: no validation is lost, so it is not reported.
 //! - Deduplication remembers 4096 distinct reports; beyond that, new distinct reports are
 //!   delivered every time. One delivery hands a report callback at most 64 reports caused by
 //!   its own lock operations; more are counted in [`Stats::reports_dropped`].
@@ -438,9 +442,8 @@ pub fn acquire(
 /// use [`release_guard`]). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
-    let found = thread::release(map.instance());
-    if !matches!(found, thread::Release::Released) {
-        validate::release_slow(map, found, site);
+    if !thread::release_fast(map.instance()) {
+        validate::release_general(map, site);
     }
 }
 

@@ -2,12 +2,13 @@
 //!
 //! Reaching a limit is never silent and never turns the validator off: classes and the
 //! held-lock depth are reported once ([`Report::CapacityExhausted`](crate::Report)), a full
-//! chain table is flushed and counted, and the key table and per-thread cache only get slower.
+//! chain-table window evicts one chain (counted), and the key table and per-thread cache only get slower.
 
 /// The maximum number of live lock classes (the kernel's `MAX_LOCKDEP_KEYS` is 8191).
 ///
-/// Why this value: the generation table (one 32-bit word per class slot) is a zeroed static,
-/// 256 KiB of `.bss` touched only where classes live, so the fast path needs no lazy
+/// Why this value: the generation table (one 32-bit word per class slot, each on its own
+/// 64-byte cache line) is a zeroed static, 4 MiB of `.bss` touched only where classes live
+/// (one 4 KiB page per 64 class slots in use), so the fast path needs no lazy
 /// initialization; and a lock map caches a class id with its subclass tagged into bits 16..20,
 /// above every class index (see `class::cached`). Beyond it, new classes are reported once
 /// ([`Report::CapacityExhausted`](crate::Report::CapacityExhausted)) and their locks are tracked
@@ -34,18 +35,18 @@ pub const KEY_BUCKETS: usize = 1 << KEY_BUCKET_BITS;
 /// The number of slots of the global chain table (the kernel's `MAX_LOCKDEP_CHAINS`).
 ///
 /// 8-byte slots in a zeroed static (512 KiB of `.bss`), so a lookup needs no lazy
-/// initialization. When a probe window is full the whole table is flushed, which costs only
-/// re-validation of the chains seen next.
+/// initialization. When a probe window is full one chain of it is evicted, which costs only
+/// that chain's re-validation the next time it is seen.
 pub(crate) const CHAIN_TABLE_SLOTS: usize = 1 << 16;
 
 /// How many consecutive slots a chain-table lookup or insert probes: it bounds a miss on the
 /// fast path to two cache lines.
 pub(crate) const CHAIN_TABLE_PROBE: usize = 16;
 
-/// The number of slots of each thread's direct-mapped chain cache: 512 bytes of thread-local
-/// storage, enough for the chains a thread repeats; a conflict only costs a probe of the global
-/// table.
-pub(crate) const LOCAL_CHAIN_SLOTS: usize = 64;
+/// The number of sets of each thread's two-way set-associative chain cache: 1 KiB of
+/// thread-local storage, enough for the chains a thread repeats; a conflict only costs a probe
+/// of the global table.
+pub(crate) const LOCAL_CHAIN_SETS: usize = 64;
 
 /// The default held-lock depth limit (the kernel's `MAX_LOCK_DEPTH`), changed with
 /// [`set_max_depth`](crate::set_max_depth). Locks above it are still tracked and validated; the

@@ -23,11 +23,18 @@ type Site = &'static Location<'static>;
 /// registered or classes ran out, and for maps that are never validated.
 #[inline]
 pub(crate) fn resolve_class(map: &LockMap, subclass: u8, site: Site) -> ClassId {
-    let cached = map.cached(subclass);
-    if !cached.is_none() && generation::is_live(cached) {
-        return cached;
+    match cached_class(map, subclass) {
+        Some(class) => class,
+        None => resolve_slow(map, subclass, site),
     }
-    resolve_slow(map, subclass, site)
+}
+
+/// The class `map` caches for `subclass`, if it is still live: the fast half of
+/// [`resolve_class`], no lock, no write.
+#[inline(always)]
+pub(crate) fn cached_class(map: &LockMap, subclass: u8) -> Option<ClassId> {
+    let cached = map.cached(subclass);
+    (!cached.is_none() && generation::is_live(cached)).then_some(cached)
 }
 
 #[cold]

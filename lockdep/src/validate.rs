@@ -26,7 +26,7 @@ use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
 use crate::nesting::{self, Nesting};
 use crate::report::{self, build, episode, Capacity, Report};
-use crate::resolve::resolve_class;
+use crate::resolve::{self, resolve_class};
 use crate::settings;
 use crate::thread::{self, with_state, Release};
 
@@ -73,7 +73,8 @@ pub(crate) fn cycles_found() -> u64 {
     CYCLES_FOUND.load(Ordering::Relaxed)
 }
 
-/// See [`crate::acquire`].
+/// See [`crate::acquire`]: the fast path inline, the rest called last (a tail call), so that
+/// the fast path makes no call and saves no register.
 #[inline]
 pub(crate) fn acquire(
     map: &LockMap,
@@ -83,11 +84,66 @@ pub(crate) fn acquire(
     nest_lock: Option<&LockMap>,
     site: Site,
 ) {
-    let (nest, nest_name) = nest_lock.map_or((0, ""), |n| (n.instance(), n.name()));
-    acquire_with(map, subclass, mode, trylock, nest, nest_name, site);
+    if nest_lock.is_some() || !acquire_fast(map, subclass, mode, trylock, site) {
+        acquire_general(map, subclass, mode, trylock, nest_lock, site);
+    }
 }
 
-/// [`acquire`] with the nest_lock given by its instance address and name (0 and "" for none).
+/// The usual acquisition, with no call and no shared write: a live cached class, room on the
+/// stack, below the depth limit, and a chain head, a trylock or a plain hit in the thread's
+/// chain cache. Pushes and returns true; false (and nothing changed) otherwise.
+#[inline(always)]
+fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Site) -> bool {
+    let Some(class) = resolve::cached_class(map, subclass) else {
+        return false;
+    };
+    thread::with_state_fast(|st| {
+        if !st.has_room() || st.depth() == settings::max_depth() {
+            return false;
+        }
+        // The key the entry gets (`st.next` computes it again: the same value, computed once).
+        let below = st.top_key();
+        let key = HeldLock::chain_key_of(below, class, mode, trylock, 0);
+        if !trylock && below != 0 && st.cache.lookup(key) != Hit::Plain {
+            return false;
+        }
+        // Only now the rest of the entry: its loads stay off the path that gives up.
+        let next = st.next(HeldLock {
+            class,
+            instance: map.instance(),
+            name: map.name(),
+            named: map.is_named(),
+            mode,
+            trylock,
+            subclass,
+            nest_lock: 0,
+            site,
+            chain_key: 0,
+            pin_count: 0,
+            paired: false,
+        });
+        st.push_in_room(next);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// [`acquire`] when the fast path did not push.
+#[inline(never)]
+fn acquire_general(
+    map: &LockMap,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest_lock: Option<&LockMap>,
+    site: Site,
+) {
+    let nest = nest_lock.map_or(0, LockMap::instance);
+    acquire_with(map, subclass, mode, trylock, nest, nest_lock, site);
+}
+
+/// [`acquire`] with the nest_lock given by its instance address (0 for none) and, if known,
+/// its map (only a report reads it, for the name: the fast path keeps no name in registers).
 #[inline]
 pub(crate) fn acquire_with(
     map: &LockMap,
@@ -95,7 +151,7 @@ pub(crate) fn acquire_with(
     mode: Mode,
     trylock: bool,
     nest: usize,
-    nest_name: &'static str,
+    nest_map: Option<&LockMap>,
     site: Site,
 ) {
     let class = resolve_class(map, subclass, site);
@@ -115,6 +171,10 @@ pub(crate) fn acquire_with(
         paired: false,
     };
     let done = with_state(|st| {
+        if !st.has_room() {
+            // Growing the stack is left to the slow path (see `ThreadState::has_room`).
+            return FastPath::Slow;
+        }
         if nest != 0 && st.find(nest).is_none() {
             return FastPath::Slow;
         }
@@ -139,12 +199,12 @@ pub(crate) fn acquire_with(
                 return FastPath::Slow;
             }
         }
-        st.push(next);
+        st.push_in_room(next);
         FastPath::Pushed
     })
     .unwrap_or(FastPath::Untracked);
     if done == FastPath::Slow {
-        acquire_slow(entry(), map, nest_name);
+        acquire_slow(entry(), map, nest_map.map_or("", LockMap::name));
     }
 }
 
@@ -287,6 +347,16 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
         let next = st.next(entry);
         st.push(next);
     });
+}
+
+/// See [`crate::release`]: what the fast pop did not do (the lock is not on top, or some
+/// entry is marked or nest-covered). Out of line, called last, so the fast path stays a leaf.
+#[inline(never)]
+pub(crate) fn release_general(map: &LockMap, site: Site) {
+    let found = thread::release(map.instance());
+    if !matches!(found, Release::Released) {
+        release_slow(map, found, site);
+    }
 }
 
 /// See [`crate::release`]: the entry carried marks, or the lock was not held.

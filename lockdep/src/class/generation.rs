@@ -9,17 +9,24 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::ClassId;
 use crate::limits::MAX_CLASSES;
 
+/// One generation word, alone on its cache line: a class created and zapped over and over
+/// (a churned dynamic key, whose slot the class table reuses at once) writes only its own
+/// line, never one that an acquisition of another class reads.
+#[repr(align(64))]
+struct Generation(AtomicU32);
+
 /// One generation word per class slot: odd while a class lives in the slot, even while free.
-/// A zero-initialized static (in .bss: pages are only touched when classes use them), so the
-/// fast path needs no lazy-initialization check.
-static GENERATIONS: [AtomicU32; MAX_CLASSES] = [const { AtomicU32::new(0) }; MAX_CLASSES];
+/// A zero-initialized static (in .bss, 64 bytes a slot: pages are only touched when classes
+/// use them), so the fast path needs no lazy-initialization check.
+static GENERATIONS: [Generation; MAX_CLASSES] =
+    [const { Generation(AtomicU32::new(0)) }; MAX_CLASSES];
 
 /// True if `id` names a class that has not been zapped.
 #[inline]
 pub(crate) fn is_live(id: ClassId) -> bool {
-    let Some(slot) = GENERATIONS.get(id.index() as usize) else {
-        return false;
-    };
+    // Every id's index is below MAX_CLASSES (`make_live` makes them all), so the mask, unlike
+    // a bounds check, costs no branch and changes no index.
+    let slot = &GENERATIONS[id.index() as usize % MAX_CLASSES].0;
     // Relaxed: the answer is advisory. A class zapped right after this check only means the
     // caller validates against a dying class; the graph lock's slow path re-checks, and the
     // dead id can never match a new class because generations never repeat.
@@ -29,7 +36,7 @@ pub(crate) fn is_live(id: ClassId) -> bool {
 /// Marks slot `index` live with a new odd generation and returns its id. Caller holds the
 /// graph lock (the only writer).
 pub(crate) fn make_live(index: u32) -> ClassId {
-    let slot = &GENERATIONS[index as usize];
+    let slot = &GENERATIONS[index as usize].0;
     // Relaxed load: only the graph-lock holder writes this word.
     let mut gen = slot.load(Ordering::Relaxed).wrapping_add(1);
     if gen & 1 == 0 {
@@ -43,7 +50,7 @@ pub(crate) fn make_live(index: u32) -> ClassId {
 
 /// Marks slot `index` free (even generation). Caller holds the graph lock.
 pub(crate) fn make_dead(index: u32) {
-    let slot = &GENERATIONS[index as usize];
+    let slot = &GENERATIONS[index as usize].0;
     // Relaxed load: only the graph-lock holder writes this word.
     let gen = slot.load(Ordering::Relaxed);
     if gen & 1 == 1 {

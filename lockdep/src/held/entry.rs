@@ -44,13 +44,21 @@ impl HeldLock {
     /// flag, and whether a nest_lock covers the entry.
     #[inline]
     pub fn chain_key_on(&self, below: u64) -> u64 {
-        chain::extend(
-            below,
-            self.class,
-            self.mode,
-            self.trylock,
-            self.nest_lock != 0,
-        )
+        HeldLock::chain_key_of(below, self.class, self.mode, self.trylock, self.nest_lock)
+    }
+
+    /// [`chain_key_on`](Self::chain_key_on) of an entry with these fields, before the entry
+    /// is made (the fast path checks the chain cache first, and gathers the rest of the entry
+    /// only for a hit).
+    #[inline]
+    pub fn chain_key_of(
+        below: u64,
+        class: ClassId,
+        mode: Mode,
+        trylock: bool,
+        nest_lock: usize,
+    ) -> u64 {
+        chain::extend(below, class, mode, trylock, nest_lock != 0)
     }
 }
 

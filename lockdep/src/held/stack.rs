@@ -129,12 +129,57 @@ impl ThreadState {
     /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since.
     #[inline]
     pub fn push(&mut self, next: Next) {
+        let entry = self.account(next);
+        self.held.push(entry);
+    }
+
+    /// Whether a push needs no allocation. The fast path pushes only then (with
+    /// [`push_in_room`](Self::push_in_room)) and leaves growth to the slow path, so that no
+    /// call is made while the new entry's fields are in registers.
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.held.len() < self.held.capacity()
+    }
+
+    /// [`push`](Self::push) into room that [`has_room`](Self::has_room) found: never
+    /// allocates. Panics if there is no room.
+    #[inline]
+    pub fn push_in_room(&mut self, next: Next) {
+        let entry = self.account(next);
+        let len = self.held.len();
+        self.held.spare_capacity_mut()[0].write(entry);
+        // SAFETY: the element at `len` (the first spare slot, within capacity: the indexing
+        // above panics otherwise) was just initialized.
+        unsafe { self.held.set_len(len + 1) };
+    }
+
+    /// The counters' and the top key's share of a push; returns the entry to store.
+    #[inline]
+    fn account(&mut self, next: Next) -> HeldLock {
         debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
         let Next { entry, .. } = next;
         self.nested += u32::from(entry.nest_lock != 0);
         self.marks += u32::from(entry.pin_count) + u32::from(entry.paired);
         self.top = entry.chain_key;
-        self.held.push(entry);
+        entry
+    }
+
+    /// The whole of the usual release: pops the top entry if it is `instance`'s and no held
+    /// entry carries a mark or a nest_lock; false (and nothing changes) otherwise.
+    #[inline(always)]
+    pub fn pop_plain(&mut self, instance: usize) -> bool {
+        let len = self.held.len();
+        // One test of the two counters: anything unusual goes the general way.
+        if len == 0 || self.held[len - 1].instance != instance || (self.marks | self.nested) != 0 {
+            return false;
+        }
+        self.held.pop();
+        self.top = if len == 1 {
+            0
+        } else {
+            self.held[len - 2].chain_key
+        };
+        true
     }
 
     /// Bookkeeping for entry `i` leaving the stack; returns its pins and paired mark.

@@ -11,6 +11,6 @@ mod query;
 mod release;
 
 pub(crate) use freed::check_no_locks_freed;
-pub(crate) use local::{current_thread, with_state};
+pub(crate) use local::{current_thread, with_state, with_state_fast};
 pub(crate) use query::holds_key;
-pub(crate) use release::{release, report_release, Release};
+pub(crate) use release::{release, release_fast, report_release, Release};

@@ -25,8 +25,16 @@ pub(crate) enum Release {
     },
 }
 
+/// The usual release, with no call: pops the top entry if it is `instance`'s and nothing on
+/// the stack is marked or nest-covered (see `ThreadState::pop_plain`). False if nothing
+/// changed: then [`release`] does the general work.
+#[inline(always)]
+pub(crate) fn release_fast(instance: usize) -> bool {
+    super::local::with_state_fast(|st| st.pop_plain(instance)).unwrap_or(false)
+}
+
 /// Takes the topmost entry of lock instance `instance` off this thread's stack. No lock taken;
-/// small return values only, as this is the hot path.
+/// small return values only.
 #[inline]
 pub(crate) fn release(instance: usize) -> Release {
     with_state(|st| match st.find(instance) {
