@@ -192,5 +192,6 @@ pub fn reset() {
         chain::clear();
     }
     report::forget_delivered();
+    report::recent::clear();
     with_state(|st| st.clear());
 }

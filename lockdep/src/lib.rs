@@ -353,6 +353,14 @@ mod condvar;
 mod pseudo;
 // Counters, the dependency list, DOT output, reset.
 mod introspect;
+// Opt-in per-class contention statistics (lock_stat).
+mod lock_stat;
+// The hung-lock watchdog and the deadlock-happening-now report.
+mod watchdog;
+// Contended acquisitions: the wait a thread announces while it blocks.
+mod wait;
+// The all-threads dump of held locks.
+mod dump;
 
 use std::panic::Location;
 
@@ -361,6 +369,14 @@ pub use annotate::{
     held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, DetachedLock,
 };
 pub use class::ClassId;
+pub use dump::{all_held_locks, dump_on_signal, show_all_locks, AllLocks};
+pub use held::Holder;
+pub use lock_stat::{lock_stat, reset_lock_stat, set_lock_stat, ClassStat, LockStat, TimeStat};
+pub use wait::{lock_acquired, lock_contended};
+pub use watchdog::{
+    deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, Deadlock, HungWait,
+    WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
+};
 pub use condvar::{condvar_notify, condvar_wait, set_condvar_tracking, CondvarMap};
 pub use graph::Trace;
 pub use introspect::{
@@ -381,7 +397,7 @@ pub use report::{
     EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, Policy, Report,
     ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
     SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TestScope, ThreadDesc,
-    SUPPRESSIONS_ENV,
+    ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
@@ -416,6 +432,9 @@ pub fn acquire(
     site: &'static Location<'static>,
 ) {
     validate::acquire(map, subclass, mode, trylock, nest_lock, site);
+    if lock_stat::on() {
+        lock_stat::acquire(map, subclass);
+    }
 }
 
 /// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
@@ -425,6 +444,9 @@ pub fn acquire(
 /// use [`release_guard`]). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
+    if lock_stat::on() {
+        lock_stat::release(map);
+    }
     let found = thread::release(map.instance());
     if !matches!(found, thread::Release::Released) {
         validate::release_slow(map, found, site);
@@ -462,4 +484,47 @@ pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Locati
 #[track_caller]
 pub fn check_no_locks_freed(addr: *const u8, len: usize) {
     thread::check_no_locks_freed(addr, len, Some(Location::caller()));
+}
+
+/// Checks that no *other* thread holds a lock in `map`, which is being destroyed or
+/// re-initialised while its raw lock is still locked (a lock wrapper's drop knows that; an
+/// unlocked lock cannot be held, so an ordinary drop does not call this). Each thread that
+/// holds it is reported as [`Report::HeldLockFreed`] with
+/// `freed_by` the calling thread, and forgets it at its next lock operation (its later
+/// operations see no stale entry, and its exit reports nothing for it). The calling thread's
+/// own entries are [`check_no_locks_freed`]'s (which [`LockMap`]'s `Drop` calls).
+///
+/// Cost: a copy of every thread's shared record that holds anything. Thread-safe.
+pub fn check_held_lock_freed(map: &LockMap) {
+    let lo = map.instance();
+    thread::check_freed_elsewhere(lo, lo + std::mem::size_of::<LockMap>());
+}
+
+/// The calling thread's current holding of its held-lock record: give it to
+/// [`release_from`] on the thread that releases a lock this thread acquired (a guard sent to
+/// another thread). `None` before this thread's first acquisition (or past the record limit).
+/// Thread-safe; no lock taken.
+pub fn current_holder() -> Option<Holder> {
+    thread::current_holder()
+}
+
+/// Releases a lock that the holding `holder` acquired, from any thread: the ownership of a
+/// held lock moves with a guard sent to another thread and dropped there. On the thread of
+/// `holder` this is [`release_guard`]; on another, the topmost entry of `map` leaves that
+/// thread's held stack, exactly and with no report, before its next lock operation (so locks
+/// it takes afterwards get no dependency from it, and its exit does not report it). Call it
+/// before the raw lock is unlocked, so that a thread that takes the lock next sees the
+/// release. If the holding is over (the thread exited, reporting the lock as held at exit),
+/// nothing happens. Thread-safe; takes the target thread's mailbox mutex.
+pub fn release_from(holder: Option<Holder>, map: &LockMap) {
+    let me = thread::current_holder();
+    match holder {
+        Some(h) if Some(h) != me => {
+            // Whether the entry carried instance pairs is the other thread's secret: the map
+            // learns it may have some, so that its drop forgets them.
+            map.mark_paired();
+            thread::post_release(h, map.instance());
+        }
+        _ => release_guard(map),
+    }
 }

@@ -8,6 +8,7 @@
 use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::record::{self, Identity, Record};
 use super::HeldLock;
 use crate::chain::LocalCache;
 use crate::class::ClassId;
@@ -33,6 +34,9 @@ pub(crate) struct ThreadState {
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
+    /// The copy of the stack other threads read (claimed at the first push; `None` before,
+    /// or past the record limit).
+    record: Option<&'static Record>,
 }
 
 /// What leaving the stack found on an entry (both zero/false in the usual case).
@@ -72,6 +76,62 @@ impl ThreadState {
             cache: LocalCache::new(),
             pairs: PairCache::new(),
             identity: OnceCell::new(),
+            record: None,
+        }
+    }
+
+    /// The shared record of this stack, if it has one.
+    #[inline]
+    pub fn record(&self) -> Option<&'static Record> {
+        self.record
+    }
+
+    /// Claims a shared record and copies the stack into it (the first push of the thread).
+    #[cold]
+    fn claim_record(&mut self) {
+        let (id, name) = self.identity().clone();
+        let std_id = std::panic::catch_unwind(|| std::thread::current().id()).ok();
+        let identity = Identity {
+            id,
+            name,
+            std_id,
+            os_tid: os_tid(),
+        };
+        self.record = record::claim(identity);
+        if let Some(r) = self.record {
+            r.rewrite(0, &self.held);
+        }
+    }
+
+    /// Gives the shared record back (thread exit), after the stack was emptied.
+    pub fn give_back_record(&mut self) {
+        if let Some(r) = self.record.take() {
+            r.give_back();
+        }
+    }
+
+    /// Applies what other threads asked of this stack (releases of guards dropped on another
+    /// thread, locks freed elsewhere). One relaxed load when there is nothing.
+    #[inline]
+    pub fn settle(&mut self) {
+        if let Some(r) = self.record {
+            if r.has_mail() {
+                self.apply_mail(r);
+            }
+        }
+    }
+
+    #[cold]
+    fn apply_mail(&mut self, r: &'static Record) {
+        for m in r.take_mail() {
+            while let Some(i) = self.find(m.instance) {
+                // Its pairs are the poster's business (it marks the map, or forgets the
+                // freed instance itself).
+                let _ = self.remove(i);
+                if !m.all {
+                    break;
+                }
+            }
         }
     }
 
@@ -134,7 +194,12 @@ impl ThreadState {
         self.nested += u32::from(entry.nest_lock != 0);
         self.marks += u32::from(entry.pin_count) + u32::from(entry.paired);
         self.top = entry.chain_key;
+        let i = self.held.len();
         self.held.push(entry);
+        match self.record {
+            Some(r) => r.pushed(i, &self.held[i]),
+            None => self.claim_record(),
+        }
     }
 
     /// Bookkeeping for entry `i` leaving the stack; returns its pins and paired mark.
@@ -162,6 +227,9 @@ impl ThreadState {
             // The usual LIFO case: no chain keys to recompute.
             self.held.pop();
             self.top = self.held.last().map_or(0, |h| h.chain_key);
+            if let Some(r) = self.record {
+                r.popped(i);
+            }
         } else {
             self.held.remove(i);
             self.rekey(i);
@@ -242,6 +310,9 @@ impl ThreadState {
         self.top = 0;
         self.marks = 0;
         self.nested = 0;
+        if let Some(r) = self.record {
+            r.rewrite(0, &[]);
+        }
         std::mem::take(&mut self.held)
     }
 
@@ -263,6 +334,23 @@ impl ThreadState {
             e.chain_key = key;
         }
         self.top = key;
+        // Every change but a push and a LIFO pop ends here: the shared copy follows.
+        if let Some(r) = self.record {
+            r.rewrite(i, &self.held);
+        }
+    }
+}
+
+/// The kernel's id of the calling thread, where the platform has one.
+fn os_tid() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` has no preconditions.
+        Some(unsafe { libc::gettid() } as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
     }
 }
 

@@ -14,6 +14,7 @@ mod delivery;
 pub(crate) mod episode;
 mod output;
 mod policy;
+pub(crate) mod recent;
 mod scope;
 mod summary;
 mod suppress;
@@ -21,6 +22,7 @@ mod text;
 mod types;
 
 pub(crate) use dedup::clear as forget_delivered;
+pub(crate) use output::write_stderr;
 pub(crate) use delivery::{deliver, deliver_no_unwind, dropped, made};
 pub use policy::{set_policy, Handler, Policy};
 pub use scope::{test_scope, EnteredScope, ScopeHandle, TestScope};
@@ -35,5 +37,5 @@ pub use suppress::{
 };
 pub use types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    Report, ReportKind, SameClass, ThreadDesc,
+    Report, ReportKind, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
 };

@@ -14,11 +14,16 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if self.state.entries().is_empty() {
+        let st = &mut self.state;
+        // Releases posted by other threads first: a guard this thread took and another
+        // dropped is not held here.
+        st.settle();
+        if st.entries().is_empty() {
+            st.give_back_record();
             return;
         }
-        let st = &mut self.state;
         let held = st.take_all();
+        st.give_back_record();
         let r = build::held_at_exit(&graph_lock().graph, st, &held);
         report::deliver_no_unwind(r);
     }
@@ -39,7 +44,12 @@ thread_local! {
 #[inline]
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     STATE
-        .try_with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s.state)))
+        .try_with(|s| {
+            s.try_borrow_mut().ok().map(|mut s| {
+                s.state.settle();
+                f(&mut s.state)
+            })
+        })
         .ok()
         .flatten()
 }
