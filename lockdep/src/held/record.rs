@@ -114,15 +114,24 @@ pub(crate) struct Record {
     identity: Mutex<Option<Identity>>,
 }
 
-/// A token for one holding of a record: the record's index and its generation then. `Copy`,
-/// one word, `Send`: it may be handed to another thread (a guard's home).
+/// A token for one holding of a held-lock record (one thread's, from its first acquisition to
+/// its exit): the record's index and its generation then. `Copy`, one word (also inside an
+/// `Option`), `Send`: it may be handed to another thread (a guard's home, see
+/// [`release_from`](crate::release_from)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Holder(u64);
+pub struct Holder(std::num::NonZeroU64);
 
 impl Holder {
     /// The record and the generation it names.
     fn parts(self) -> (usize, u32) {
-        ((self.0 & 0xffff_ffff) as usize, (self.0 >> 32) as u32)
+        let v = self.0.get();
+        ((v & 0xffff_ffff) as usize, (v >> 32) as u32)
+    }
+
+    /// The token of record `index` in its holding `generation` (odd, so never zero).
+    fn new(index: u32, generation: u32) -> Holder {
+        let v = u64::from(generation | 1) << 32 | u64::from(index);
+        Holder(std::num::NonZeroU64::new(v).expect("the generation is odd"))
     }
 }
 
@@ -266,7 +275,7 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
 impl Record {
     /// The token of the current holding.
     pub(crate) fn holder(&self) -> Holder {
-        Holder(u64::from(self.generation()) << 32 | u64::from(self.index))
+        Holder::new(self.index, self.generation())
     }
 
     fn generation(&self) -> u32 {
@@ -513,7 +522,7 @@ impl Record {
                     count,
                 });
                 return Some(Snapshot {
-                    holder: Holder(u64::from(generation) << 32 | u64::from(self.index)),
+                    holder: Holder::new(self.index, generation),
                     seq: s1,
                     record: self,
                     held: held.into_iter().flatten().collect(),
