@@ -528,3 +528,13 @@ pub fn release_from(holder: Option<Holder>, map: &LockMap) {
         _ => release_guard(map),
     }
 }
+
+/// Declares that guards may move between threads (a lock wrapper whose guards are `Send`, as
+/// instrumented-locks' `send_guard` feature, declares it at its first acquisition): a thread
+/// that exits while holding locks then reports nothing for them, as their guards may live on
+/// another thread, which releases them later with [`release_from`]. At most a fixed number of
+/// such entries are kept; past it, the exit is reported as usual. Off by default (a lock held
+/// at thread exit is [`Report::LockHeldAtExit`]). Thread-safe.
+pub fn set_guards_movable(movable: bool) {
+    thread::set_movable(movable);
+}

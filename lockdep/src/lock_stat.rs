@@ -282,32 +282,57 @@ impl LockStat {
 
     /// The statistics as JSON: `{"classes": [{"class", "acquisitions", "contentions",
     /// "wait_ns": {"count", "min", "avg", "max", "p50", "p99"}, "hold_ns": {..},
-    /// "top_sites": [{"site", "contentions"}]}]}`.
+    /// "top_sites": [{"site", "contentions"}]}]}`. (Written here rather than through
+    /// `serde_json`: its `PartialEq<Value>` impls for integers would change type inference
+    /// in every crate that depends on the validator.)
     pub fn to_json(&self) -> String {
-        fn times(t: &TimeStat) -> serde_json::Value {
-            serde_json::json!({
-                "count": t.count, "min": t.min_ns, "avg": t.avg_ns, "max": t.max_ns,
-                "p50": t.p50_ns, "p99": t.p99_ns,
-            })
+        fn times(t: &TimeStat) -> String {
+            format!(
+                r#"{{"count":{},"min":{},"avg":{},"max":{},"p50":{},"p99":{}}}"#,
+                t.count, t.min_ns, t.avg_ns, t.max_ns, t.p50_ns, t.p99_ns
+            )
         }
-        let classes: Vec<serde_json::Value> = self
+        let classes: Vec<String> = self
             .classes
             .iter()
             .map(|c| {
-                serde_json::json!({
-                    "class": c.class,
-                    "acquisitions": c.acquisitions,
-                    "contentions": c.contentions,
-                    "wait_ns": times(&c.wait),
-                    "hold_ns": times(&c.hold),
-                    "top_sites": c.top_sites.iter().map(|(s, n)| serde_json::json!({
-                        "site": s.to_string(), "contentions": n,
-                    })).collect::<Vec<_>>(),
-                })
+                let sites: Vec<String> = c
+                    .top_sites
+                    .iter()
+                    .map(|(s, n)| format!(r#"{{"site":{},"contentions":{n}}}"#, json_str(&s.to_string())))
+                    .collect();
+                format!(
+                    r#"{{"class":{},"acquisitions":{},"contentions":{},"wait_ns":{},"hold_ns":{},"top_sites":[{}]}}"#,
+                    json_str(&c.class),
+                    c.acquisitions,
+                    c.contentions,
+                    times(&c.wait),
+                    times(&c.hold),
+                    sites.join(",")
+                )
             })
             .collect();
-        serde_json::json!({ "classes": classes }).to_string()
+        format!(r#"{{"classes":[{}]}}"#, classes.join(","))
     }
+}
+
+/// `s` as a JSON string literal (RFC 8259: quote, backslash and control characters escaped).
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn us(ns: u64) -> String {

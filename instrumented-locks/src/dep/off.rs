@@ -52,6 +52,8 @@ impl Dep {
         Track
     }
     #[inline(always)]
+    pub(crate) fn freed_while_locked(&self) {}
+    #[inline(always)]
     pub(crate) fn contended(&self, _site: Site) {}
     #[inline(always)]
     pub(crate) fn acquired(&self) {}

@@ -86,6 +86,17 @@ impl Dep {
         Track::held(mode, 0, None)
     }
 
+    /// The lock is destroyed while its raw lock is locked: lockdep reports the other threads
+    /// that hold it (`lockdep::check_held_lock_freed`; this thread's entries are reported by
+    /// the map's own drop).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn freed_while_locked(&self) {
+        if crate::is_enabled() {
+            lockdep::check_held_lock_freed(&self.map);
+        }
+    }
+
     /// The acquisition of this lock, validated and on the held stack, found the raw lock
     /// taken: the thread is about to block (`lockdep::lock_contended`). Out of line: the
     /// contended path only.
@@ -255,7 +266,7 @@ impl Track {
         Track {
             word,
             #[cfg(feature = "send_guard")]
-            home: lockdep::current_holder(),
+            home: home(),
         }
     }
 
@@ -405,6 +416,16 @@ fn lockdep_acquire(
 #[inline(never)]
 fn lockdep_release(map: &LockMap, site: Site) {
     lockdep::release(map, site);
+}
+
+/// The holding of the calling thread, for a guard's `home`; the first call declares to
+/// lockdep that guards may move between threads (`send_guard`).
+#[cfg(feature = "send_guard")]
+#[inline]
+fn home() -> Option<lockdep::Holder> {
+    static DECLARED: std::sync::Once = std::sync::Once::new();
+    DECLARED.call_once(|| lockdep::set_guards_movable(true));
+    lockdep::current_holder()
 }
 
 /// The site a guard drop reports: a guard's `Drop` cannot be `#[track_caller]`, so lockdep's

@@ -29,14 +29,14 @@ use crate::HeldGuard;
 ///
 /// Size: `lock_api::Mutex<R, T>` plus a [`LockMap`](lockdep::LockMap) with the `validate` feature, exactly
 /// `lock_api::Mutex<R, T>` without it. `Send`/`Sync` like `lock_api::Mutex<R, T>`.
-pub struct Mutex<R, T: ?Sized> {
+pub struct Mutex<R: RawMutex, T: ?Sized> {
     dep: Dep,
     inner: lock_api::Mutex<R, T>,
 }
 
 lock_surface!(Mutex<R: RawMutex>, "Mutex", lock);
 
-impl<R, T> Mutex<R, T> {
+impl<R: RawMutex, T> Mutex<R, T> {
     /// A new unlocked mutex over the raw mutex `raw_mutex` (`lock_api::Mutex::from_raw`);
     /// class as for [`new`](Self::new).
     #[inline]

@@ -41,14 +41,14 @@ fn took<Guard>(guard: Option<Guard>) -> bool {
 ///
 /// Size: `lock_api::ReentrantMutex<R, G, T>` plus a [`LockMap`](lockdep::LockMap) with `validate`, exactly
 /// that without it.
-pub struct ReentrantMutex<R, G, T: ?Sized> {
+pub struct ReentrantMutex<R: RawMutex, G: GetThreadId, T: ?Sized> {
     dep: Dep,
     inner: Inner<R, G, T>,
 }
 
 lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock);
 
-impl<R, G, T> ReentrantMutex<R, G, T> {
+impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     /// A new unlocked mutex over `raw_mutex` and `get_thread_id`
     /// (`lock_api::ReentrantMutex::from_raw`); class as for [`new`](Self::new).
     #[inline]

@@ -37,14 +37,14 @@ use crate::HeldGuard;
 ///
 /// Size: `lock_api::RwLock<R, T>` plus a [`LockMap`](lockdep::LockMap) with `validate`, exactly
 /// `lock_api::RwLock<R, T>` without it.
-pub struct RwLock<R, T: ?Sized> {
+pub struct RwLock<R: RawRwLock, T: ?Sized> {
     pub(super) dep: Dep,
     pub(super) inner: lock_api::RwLock<R, T>,
 }
 
 lock_surface!(RwLock<R: RawRwLock>, "RwLock", read);
 
-impl<R, T> RwLock<R, T> {
+impl<R: RawRwLock, T> RwLock<R, T> {
     /// A new unlocked lock over the raw lock `raw_rwlock` (`lock_api::RwLock::from_raw`);
     /// class as for [`new`](Self::new).
     #[inline]

@@ -22,8 +22,13 @@ impl Drop for Slot {
             st.give_back_record();
             return;
         }
+        let holder = st.record().map(|r| r.holder());
         let held = st.take_all();
         st.give_back_record();
+        if holder.is_some_and(|h| super::others::orphan(h, held.iter().map(|e| e.instance))) {
+            // Movable guards: the locks left with their guards, released later elsewhere.
+            return;
+        }
         let r = build::held_at_exit(&graph_lock().graph, st, &held);
         report::deliver_no_unwind(r);
     }
