@@ -85,6 +85,5 @@ pub fn check_deadlock() -> Vec<Vec<DeadlockedThread>> {
         .collect()
 }
 
-
 #[cfg(all(feature = "deadlock_detection", feature = "send_guard"))]
 compile_error!("the `send_guard` and `deadlock_detection` features cannot be used together");

@@ -136,7 +136,11 @@ mod send {
         assert!(!lockdep::is_held(m.lock_map().unwrap()));
         drop(n.lock());
         assert!(depends("worker K", "task N"));
-        assert!(!depends("task M", "task N"), "{:#?}", lockdep::dependencies());
+        assert!(
+            !depends("task M", "task N"),
+            "{:#?}",
+            lockdep::dependencies()
+        );
         drop(gk);
         assert_eq!(lockdep::held_count(), 0);
         assert_reports!();

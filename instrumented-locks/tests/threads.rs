@@ -21,7 +21,10 @@ fn dump_when(ready: impl Fn(&AllLocks) -> bool) -> AllLocks {
         if ready(&d) {
             return d;
         }
-        assert!(start.elapsed() < HANG, "hang guard: never saw the state; last dump:{d}");
+        assert!(
+            start.elapsed() < HANG,
+            "hang guard: never saw the state; last dump:{d}"
+        );
         std::thread::yield_now();
     }
 }
@@ -59,13 +62,25 @@ fn a_key_unregistered_while_another_thread_holds_a_lock_of_it_is_reported() {
         kind: KeyMisuse::UnregisterWhileHeld,
         ..
     });
-    let Report::KeyMisuse { held_by, thread, .. } = &r[0] else { unreachable!() };
-    assert_ne!(thread.name, "key-holder", "the unregistering thread is the reporter");
+    let Report::KeyMisuse {
+        held_by, thread, ..
+    } = &r[0]
+    else {
+        unreachable!()
+    };
+    assert_ne!(
+        thread.name, "key-holder",
+        "the unregistering thread is the reporter"
+    );
     assert_eq!(held_by.len(), 1, "{r:#?}");
     assert_eq!(held_by[0].thread.name, "key-holder");
     assert_eq!(held_by[0].held.len(), 1);
     assert_eq!(held_by[0].held[0].name, Some("conn lock"));
-    assert!(r[0].to_string().contains("1 lock held by key-holder/"), "{}", r[0]);
+    assert!(
+        r[0].to_string().contains("1 lock held by key-holder/"),
+        "{}",
+        r[0]
+    );
     go_tx.send(()).unwrap();
     holder.join().unwrap();
     assert_reports!();
@@ -74,8 +89,9 @@ fn a_key_unregistered_while_another_thread_holds_a_lock_of_it_is_reported() {
 #[test]
 fn a_lock_freed_while_another_thread_holds_it_is_reported_and_the_holder_stays_clean() {
     let _h = start();
-    let m: Arc<std::sync::Mutex<Option<Box<Mutex<u8>>>>> =
-        Arc::new(std::sync::Mutex::new(Some(Box::new(Mutex::named(0u8, "doomed")))));
+    let m: Arc<std::sync::Mutex<Option<Box<Mutex<u8>>>>> = Arc::new(std::sync::Mutex::new(Some(
+        Box::new(Mutex::named(0u8, "doomed")),
+    )));
     let other = Arc::new(Mutex::named(0u8, "other"));
     let (locked_tx, locked_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
@@ -120,7 +136,11 @@ fn a_lock_freed_while_another_thread_holds_it_is_reported_and_the_holder_stays_c
     assert!(freed_by.is_some());
     assert_eq!(held.len(), 1, "the holder's other lock: {held:?}");
     assert_eq!(held[0].name, Some("other"));
-    assert!(r[0].to_string().contains("with a lock of freed-holder/"), "{}", r[0]);
+    assert!(
+        r[0].to_string().contains("with a lock of freed-holder/"),
+        "{}",
+        r[0]
+    );
     go_tx.send(()).unwrap();
     holder.join().unwrap();
     // The holder's exit: nothing held, nothing reported.
@@ -188,7 +208,8 @@ fn a_dump_of_three_threads_holding_and_waiting_is_complete_and_consistent() {
         thread_named(&d, "dump-t2"),
         thread_named(&d, "dump-t3"),
     );
-    let names = |t: &lockdep::ThreadLocks| t.held.iter().map(|l| l.name.unwrap()).collect::<Vec<_>>();
+    let names =
+        |t: &lockdep::ThreadLocks| t.held.iter().map(|l| l.name.unwrap()).collect::<Vec<_>>();
     assert_eq!(names(t1d), ["dump A"]);
     assert_eq!(names(t2d), ["dump B"]);
     assert_eq!(names(t3d), ["dump C"]);
@@ -206,7 +227,10 @@ fn a_dump_of_three_threads_holding_and_waiting_is_complete_and_consistent() {
     assert_eq!(d.holders_of(w2.instance)[0].thread.name, "dump-t3");
     // The kernel's layout.
     let text = d.to_string();
-    assert!(text.contains("Showing all locks held in the system:"), "{text}");
+    assert!(
+        text.contains("Showing all locks held in the system:"),
+        "{text}"
+    );
     assert!(text.contains("1 lock held by dump-t2/"), "{text}");
     assert!(text.contains(" #0: "), "{text}");
     assert!(text.contains("blocked for"), "{text}");
@@ -217,7 +241,9 @@ fn a_dump_of_three_threads_holding_and_waiting_is_complete_and_consistent() {
     assert_reports!();
     let d = lockdep::all_held_locks();
     assert!(
-        d.threads.iter().all(|t| !t.thread.name.starts_with("dump-")),
+        d.threads
+            .iter()
+            .all(|t| !t.thread.name.starts_with("dump-")),
         "threads that exited are gone: {d}"
     );
 }
@@ -262,14 +288,25 @@ fn lock_stat_counts_match_a_workload_with_known_contention() {
     assert_eq!(ms.wait.count, 3);
     assert!(ms.wait.min_ns > 0 && ms.wait.min_ns <= ms.wait.max_ns);
     assert_eq!(ms.hold.count, 16);
-    assert_eq!(ms.top_sites.len(), 1, "one contended site: {:?}", ms.top_sites);
+    assert_eq!(
+        ms.top_sites.len(),
+        1,
+        "one contended site: {:?}",
+        ms.top_sites
+    );
     assert_eq!(ms.top_sites[0].1, 3);
     let qs = s.class("stat quiet").expect("stats of quiet");
     assert_eq!((qs.acquisitions, qs.contentions, qs.wait.count), (11, 0, 0));
     assert_eq!(s.classes[0].class, "stat M", "most contended first");
     let text = s.to_string();
-    assert!(text.contains("stat M") && text.contains("contended at"), "{text}");
+    assert!(
+        text.contains("stat M") && text.contains("contended at"),
+        "{text}"
+    );
     let json = s.to_json();
-    assert!(json.starts_with(r#"{"classes":[{"class":"stat M","acquisitions":16,"contentions":3,"#), "{json}");
+    assert!(
+        json.starts_with(r#"{"classes":[{"class":"stat M","acquisitions":16,"contentions":3,"#),
+        "{json}"
+    );
     assert_reports!();
 }

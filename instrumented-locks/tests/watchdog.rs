@@ -21,9 +21,13 @@ fn next_about(rx: &Receiver<WatchdogReport>, prefix: &str) -> WatchdogReport {
     let deadline = Instant::now() + HANG;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let r = rx.recv_timeout(left).expect("hang guard: no watchdog report");
+        let r = rx
+            .recv_timeout(left)
+            .expect("hang guard: no watchdog report");
         let threads: Vec<&str> = match &r {
-            WatchdogReport::Deadlock(d) => d.threads.iter().map(|t| t.thread.name.as_str()).collect(),
+            WatchdogReport::Deadlock(d) => {
+                d.threads.iter().map(|t| t.thread.name.as_str()).collect()
+            }
             WatchdogReport::Hung(h) => h.chain.iter().map(|t| t.thread.name.as_str()).collect(),
             _ => Vec::new(),
         };
@@ -109,7 +113,10 @@ fn the_watchdog_reports_deadlocks_and_stalled_waits_but_not_progressing_ones() {
         WatchdogReport::Hung(h) => {
             let names: Vec<_> = h.chain.iter().map(|t| t.thread.name.as_str()).collect();
             assert_eq!(names, ["stall-waiter", "stall-holder"]);
-            assert_eq!(h.chain[0].waiting.as_ref().unwrap().lock.name, Some("progress L"));
+            assert_eq!(
+                h.chain[0].waiting.as_ref().unwrap().lock.name,
+                Some("progress L")
+            );
             assert_eq!(h.chain[1].held[0].name, Some("progress L"));
             assert!(h.stalled_for >= THRESHOLD);
             assert!(h.to_string().contains("is blocked on"), "{h}");
@@ -144,13 +151,17 @@ fn the_watchdog_reports_deadlocks_and_stalled_waits_but_not_progressing_ones() {
             );
             let text = d.to_string();
             assert!(text.contains("deadlock happening now"), "{text}");
-            assert!(text.contains("possible before") || text.contains("before:"), "{text}");
+            assert!(
+                text.contains("possible before") || text.contains("before:"),
+                "{text}"
+            );
         }
         other => panic!("expected a deadlock, got {other:#?}"),
     }
     let now = lockdep::deadlocks_now();
     assert!(
-        now.iter().any(|d| d.threads.iter().all(|t| t.thread.name.starts_with("dl2-"))),
+        now.iter()
+            .any(|d| d.threads.iter().all(|t| t.thread.name.starts_with("dl2-"))),
         "deadlocks_now sees it too: {now:#?}"
     );
 
@@ -169,7 +180,10 @@ fn the_watchdog_reports_deadlocks_and_stalled_waits_but_not_progressing_ones() {
             // Cycle order: each waits for a lock the next one holds.
             for (i, t) in d.threads.iter().enumerate() {
                 let next = &d.threads[(i + 1) % 3];
-                assert_eq!(t.waiting.as_ref().unwrap().lock.instance, next.held[0].instance);
+                assert_eq!(
+                    t.waiting.as_ref().unwrap().lock.instance,
+                    next.held[0].instance
+                );
             }
             assert!(matches!(d.earlier, Some(Report::CircularDependency(_))));
         }

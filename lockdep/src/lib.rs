@@ -22,7 +22,9 @@
 //! | successful `try_upgrade` | [`set_held_mode`]`(map, Mode::Exclusive)` |
 //! | a lock the validator must not check | [`LockMap::novalidate`] |
 //! | a guard moved to another thread | [`detach`] on the old thread, [`DetachedLock::attach`] on the new one |
-//! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
+//! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`]; if the raw lock is still locked, [`check_held_lock_freed`] first (other threads' holders) |
+//! | a blocking acquisition that must wait (the raw try failed) | [`lock_contended`] before blocking, [`lock_acquired`] after |
+//! | a guard released on another thread than its acquirer | [`current_holder`] when acquiring, [`release_from`] when releasing; [`set_guards_movable`] |
 //!
 //! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
 //! reader that may queue behind a waiting writer (`RwLock::read`),
@@ -237,6 +239,36 @@
 //! - **Each distinct report is printed once** (see above), the offending dependency of a cycle
 //!   is not recorded, and the validator never turns itself off.
 //!
+//! # Other threads' held locks
+//!
+//! Each thread's held stack has a copy that any thread can read, the thread's *record*: the
+//! owner writes its own record (between two increments of a sequence counter, a seqlock, so a
+//! push costs a few plain stores on the owner's cache line), and a reader copies it and retries
+//! if the owner was writing. Other threads never write a stack: they post a request (drop this
+//! entry: its guard was released here; forget this lock: it was freed) to the owner's mailbox,
+//! which the owner applies at its next lock operation (one relaxed load of a flag on its line).
+//! On the records:
+//!
+//! - **The all-threads dump** ([`all_held_locks`], [`show_all_locks`], [`dump_on_signal`]): every
+//!   thread's held locks with class, instance, mode and site, and the lock it waits for; text in
+//!   the layout of the kernel's `debug_show_all_locks()`.
+//! - **Cross-thread checks**: unregistering a [`DynamicKey`] while *any* thread holds a lock of
+//!   it ([`KeyMisuse::UnregisterWhileHeld`], naming the holders), and a lock destroyed while
+//!   another thread holds it ([`check_held_lock_freed`]); the holder's later operations see no
+//!   stale entry.
+//! - **Moving guards** ([`release_from`]): the entry of a lock released on another thread than
+//!   its acquirer leaves the acquirer's stack exactly.
+//! - **The hung-lock watchdog** ([`start_watchdog`], [`WATCHDOG_ENV`]) and [`deadlocks_now`]:
+//!   wait-for chains from the waits the wrappers announce ([`lock_contended`]), a cycle reported
+//!   as a deadlock happening now, with the potential report of the same classes made earlier.
+//! - **lock_stat** ([`set_lock_stat`], [`lock_stat`]): per-class acquisitions, contentions, wait
+//!   and hold times (the kernel's `/proc/lock_stat`); off, one relaxed load per acquire and
+//!   release.
+//!
+//! The record is not tied to an OS thread but to a *holding* ([`Holder`]): async tasks that hold
+//! locks across polls will get records of their own, swapped in as the thread's current record
+//! around each poll, so that a task's held locks move with it between worker threads.
+//!
 //! # Dynamic keys and hazard pointers
 //!
 //! [`DynamicKey`]s live in a fixed table of buckets. A lookup ("is this key registered?",
@@ -268,9 +300,11 @@
 //!   the child of a multi-threaded program never inherits one locked by a thread it does not
 //!   have, and the child forgets the hazard pointers of those threads; the child's held stack
 //!   is the forking thread's. A `fork()` from inside [`with_graph_lock_held`] would deadlock.
-//! - Held locks are per thread: "unregister while held" and "held lock freed" see only the
-//!   calling thread's locks. A lock map must not move while it is held (guards that borrow the
-//!   lock guarantee this).
+//! - Held locks belong to a thread, which alone changes its stack; other threads read a copy
+//!   (see below) and ask the owner, through a mailbox, to drop entries. At most
+//!   4096 threads hold locks at once with a copy; past that, a thread is validated as usual
+//!   but is invisible to the dump, the watchdog and other threads' checks. A lock map must not
+//!   move while it is held (guards that borrow the lock guarantee this).
 //! - Lock–join deadlocks are found only through annotations ([`PseudoLock`]). Lock–condvar
 //!   deadlocks (waiting while holding a lock the notifier needs) are found with condvar
 //!   tracking, off by default ([`set_condvar_tracking`]): a wait may be ended by another
@@ -369,16 +403,10 @@ pub use annotate::{
     held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, DetachedLock,
 };
 pub use class::ClassId;
-pub use dump::{all_held_locks, dump_on_signal, show_all_locks, AllLocks};
-pub use held::Holder;
-pub use lock_stat::{lock_stat, reset_lock_stat, set_lock_stat, ClassStat, LockStat, TimeStat};
-pub use wait::{lock_acquired, lock_contended};
-pub use watchdog::{
-    deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, Deadlock, HungWait,
-    WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
-};
 pub use condvar::{condvar_notify, condvar_wait, set_condvar_tracking, CondvarMap};
+pub use dump::{all_held_locks, dump_on_signal, show_all_locks, AllLocks};
 pub use graph::Trace;
+pub use held::Holder;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
 };
@@ -387,6 +415,7 @@ pub use keys::{
     LockClassKey,
 };
 pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_INSTANCE_PAIRS, MAX_SUBCLASSES};
+pub use lock_stat::{lock_stat, reset_lock_stat, set_lock_stat, ClassStat, LockStat, TimeStat};
 pub use map::LockMap;
 pub use mode::{DepKind, Mode};
 pub use nesting::{nesting, set_nesting, Nesting};
@@ -403,6 +432,11 @@ pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
 };
 pub use site::is_guard_drop;
+pub use wait::{lock_acquired, lock_contended};
+pub use watchdog::{
+    deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, Deadlock, HungWait,
+    WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
+};
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
 ///

@@ -120,7 +120,10 @@ pub(crate) fn acquire(map: &LockMap, subclass: u8) {
     let key = (map.cached(subclass), map.name());
     let now = now_ns();
     with_table(|t| {
-        t.classes.entry(key).or_insert_with(Counts::new).acquisitions += 1;
+        t.classes
+            .entry(key)
+            .or_insert_with(Counts::new)
+            .acquisitions += 1;
         t.holding.push((map.instance(), key, now));
     });
 }
@@ -249,7 +252,10 @@ pub fn lock_stat() -> LockStat {
         .into_iter()
         .map(|((id, name), c)| {
             let mut sites: Vec<_> = c.sites.into_iter().collect();
-            sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.to_string().cmp(&b.0.to_string())));
+            sites.sort_by(|a, b| {
+                b.1.cmp(&a.1)
+                    .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+            });
             sites.truncate(TOP_SITES);
             ClassStat {
                 class: g

@@ -107,7 +107,13 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     pub fn read_nested(&self, subclass: u8) -> RwLockReadGuard<'_, R, T> {
         RwLockReadGuard::new(
             self,
-            self.blocking_track(Mode::Read, subclass, None, R::try_lock_shared, R::lock_shared),
+            self.blocking_track(
+                Mode::Read,
+                subclass,
+                None,
+                R::try_lock_shared,
+                R::lock_shared,
+            ),
         )
     }
 
@@ -115,7 +121,13 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     #[inline]
     #[track_caller]
     pub fn write_nested(&self, subclass: u8) -> RwLockWriteGuard<'_, R, T> {
-        let track = self.blocking_track(Mode::Exclusive, subclass, None, R::try_lock_exclusive, R::lock_exclusive);
+        let track = self.blocking_track(
+            Mode::Exclusive,
+            subclass,
+            None,
+            R::try_lock_exclusive,
+            R::lock_exclusive,
+        );
         RwLockWriteGuard::new(self, track)
     }
 
@@ -125,7 +137,13 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     #[track_caller]
     pub fn write_nest_lock<'a>(&'a self, outer: &'a impl HeldGuard) -> RwLockWriteGuard<'a, R, T> {
         let nest = outer.lock_map();
-        let track = self.blocking_track(Mode::Exclusive, 0, nest, R::try_lock_exclusive, R::lock_exclusive);
+        let track = self.blocking_track(
+            Mode::Exclusive,
+            0,
+            nest,
+            R::try_lock_exclusive,
+            R::lock_exclusive,
+        );
         RwLockWriteGuard::new(self, track)
     }
 

@@ -28,7 +28,9 @@
 //!   one thread at a time.
 
 use std::panic::Location;
-use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -375,7 +377,8 @@ impl Record {
         s.flags.store(flags_of(h), Ordering::Relaxed);
         s.site
             .store(std::ptr::from_ref(h.site).cast_mut(), Ordering::Relaxed);
-        s.name_ptr.store(h.name.as_ptr().cast_mut(), Ordering::Relaxed);
+        s.name_ptr
+            .store(h.name.as_ptr().cast_mut(), Ordering::Relaxed);
         s.name_len.store(h.name.len(), Ordering::Relaxed);
     }
 

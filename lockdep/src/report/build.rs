@@ -417,7 +417,10 @@ pub(crate) fn thread_locks(g: &Graph, snap: &Snapshot, now_ns: u64) -> Option<Th
 /// Every thread that holds or waits for a lock, from copies of their records, in record order.
 pub(crate) fn all_threads(g: &Graph, snaps: &[Snapshot]) -> Vec<ThreadLocks> {
     let now = record::now_ns();
-    snaps.iter().filter_map(|s| thread_locks(g, s, now)).collect()
+    snaps
+        .iter()
+        .filter_map(|s| thread_locks(g, s, now))
+        .collect()
 }
 
 /// The thread is exiting with `held` (already taken off its stack).

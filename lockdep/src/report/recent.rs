@@ -16,7 +16,8 @@ pub(crate) fn keep(r: &Report) {
         return;
     };
     let mut v = RECENT.lock().unwrap_or_else(|e| e.into_inner());
-    let same = |k: &Report| matches!(k, Report::CircularDependency(k) if k.class_set == c.class_set);
+    let same =
+        |k: &Report| matches!(k, Report::CircularDependency(k) if k.class_set == c.class_set);
     if v.len() < KEPT && !v.iter().any(same) {
         v.push(r.clone());
     }

@@ -8,12 +8,12 @@
 use std::fmt;
 use std::panic::Location;
 
+use super::types::ThreadLocks;
 use super::types::{
     Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, Report, SameClass,
     ThreadDesc,
 };
 use crate::mode::Mode;
-use super::types::ThreadLocks;
 use crate::site::is_guard_drop;
 
 fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {

@@ -12,7 +12,10 @@ pub(crate) enum Chain {
     Path(Vec<usize>),
     /// The threads `lead_in` wait into the cycle `cycle`, in which each thread waits for a
     /// lock the next one holds, and the last for one the first holds.
-    Cycle { lead_in: Vec<usize>, cycle: Vec<usize> },
+    Cycle {
+        lead_in: Vec<usize>,
+        cycle: Vec<usize>,
+    },
 }
 
 /// The wait-for edges among copies of the records.

@@ -164,7 +164,12 @@ struct Seen {
     reported: bool,
 }
 
-fn signature(wf: &WaitFor<'_>, snaps: &[Snapshot], members: &[usize], path: bool) -> Vec<(Holder, Option<u64>, u64)> {
+fn signature(
+    wf: &WaitFor<'_>,
+    snaps: &[Snapshot],
+    members: &[usize],
+    path: bool,
+) -> Vec<(Holder, Option<u64>, u64)> {
     members
         .iter()
         .enumerate()
@@ -280,7 +285,9 @@ fn check(seen: &mut HashMap<(Holder, u64), Seen>, threshold: Duration) -> Vec<Wa
                 if let Some(e) = seen.get_mut(&key) {
                     e.reported = true;
                 }
-                let stalled = seen.get(&key).map_or(0, |e| now.saturating_sub(e.stable_since));
+                let stalled = seen
+                    .get(&key)
+                    .map_or(0, |e| now.saturating_sub(e.stable_since));
                 let g = graph_lock();
                 let chain: Vec<ThreadLocks> = path
                     .iter()

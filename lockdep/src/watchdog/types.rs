@@ -97,7 +97,10 @@ impl fmt::Display for Deadlock {
         writeln!(f)?;
         match &self.earlier {
             Some(r) => {
-                writeln!(f, "lockdep reported this order as a possible deadlock before:")?;
+                writeln!(
+                    f,
+                    "lockdep reported this order as a possible deadlock before:"
+                )?;
                 write!(f, "{r}")
             }
             None => writeln!(
