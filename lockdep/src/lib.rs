@@ -242,9 +242,9 @@
 //! # Other threads' held locks
 //!
 //! Each thread's held stack has a copy that any thread can read, the thread's *record*: the
-//! owner writes its own record (between two increments of a sequence counter, a seqlock, so a
-//! push costs a few plain stores on the owner's cache line), and a reader copies it and retries
-//! if the owner was writing. Other threads never write a stack: they post a request (drop this
+//! owner writes its own record (guarded by a sequence counter, a seqlock, so a push costs a
+//! few plain stores on the owner's cache line and a pop one), and a reader copies it and
+//! retries if the owner was writing. Other threads never write a stack: they post a request (drop this
 //! entry: its guard was released here; forget this lock: it was freed) to the owner's mailbox,
 //! which the owner applies at its next lock operation (one relaxed load of a flag on its line).
 //! On the records:

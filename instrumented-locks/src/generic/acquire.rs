@@ -192,7 +192,9 @@ pub(crate) use acquisitions;
 /// ([`timed`]).
 macro_rules! raw_helpers {
     ($raw:ident) => {
-        #[inline]
+        // Always inlined: the two raw calls must fold into the caller's `lock()` (as one call
+        // of lockdep and the raw lock's fast path), or every acquisition pays a call here.
+        #[inline(always)]
         #[track_caller]
         fn blocking_track(
             &self,

@@ -73,7 +73,7 @@ impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
 
 impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     /// A blocking acquisition: validated (and tracked) only if it is the thread's outermost.
-    #[inline]
+    #[inline(always)]
     #[track_caller]
     fn blocking_track(
         &self,

@@ -9,11 +9,14 @@
 //!   record's [`Holder`] (its table index and a generation bumped at every claim) names one
 //!   holding, so a token of a thread that exited never reaches the record's next owner.
 //! - **The owner writes, others read**: the owner copies each entry it pushes into the
-//!   record's slots (every field an atomic, relaxed stores, which compile to plain stores)
-//!   between two increments of a sequence counter (a seqlock, as the kernel's `seqcount_t`).
-//!   A reader copies the slots and retries if the counter was odd or moved. The header with
-//!   the counter, the depth and the wait is on the owner's own cache line; a LIFO pop is one
-//!   store (the slot stays intact until the next push, which moves the counter).
+//!   record's slots (every field an atomic, relaxed stores, which compile to plain stores),
+//!   guarded by a sequence counter (a seqlock, as the kernel's `seqcount_t`): a push moves
+//!   the counter once and then writes the slot and the depth (the slots below do not change,
+//!   so only a reader that still counts the slot from before a pop can see it change, and
+//!   the counter tells it); a LIFO pop is one store of the depth; any other change (an
+//!   out-of-order release, a mode change) is a write section with the counter odd. A reader
+//!   copies the slots and retries if the counter was odd or moved. The header with the
+//!   counter, the depth and the wait is on the owner's own cache line.
 //! - **Requests go the other way through a mailbox**: another thread that must change the
 //!   stack (a guard released on another thread, a lock freed while this one holds it) posts
 //!   the instance under the mailbox mutex and raises a flag; the owner applies the mail the
@@ -50,11 +53,11 @@ const CHUNK: usize = 32;
 struct Slot {
     instance: AtomicUsize,
     class: AtomicU64,
-    /// Mode (2 bits), trylock (bit 2), named (bit 3), subclass (bits 8..16).
-    flags: AtomicU32,
+    /// Mode (2 bits), trylock (bit 2), named (bit 3), subclass (bits 8..16), and the name's
+    /// length in bytes (bits 32..64; a longer name is cut there).
+    meta: AtomicU64,
     site: AtomicPtr<Location<'static>>,
     name_ptr: AtomicPtr<u8>,
-    name_len: AtomicUsize,
 }
 
 struct Chunk {
@@ -371,30 +374,39 @@ impl Record {
     #[inline]
     fn write_slot(&self, i: usize, h: &HeldLock) {
         let s = self.slot_mut(i);
-        // Relaxed (every store of a slot): ordered by the write section's counter.
+        // Relaxed (every store of a slot): ordered by the counter (see `pushed`, `begin`).
         s.instance.store(h.instance, Ordering::Relaxed);
         s.class.store(h.class.to_bits(), Ordering::Relaxed);
-        s.flags.store(flags_of(h), Ordering::Relaxed);
+        s.meta.store(meta_of(h), Ordering::Relaxed);
         s.site
             .store(std::ptr::from_ref(h.site).cast_mut(), Ordering::Relaxed);
         s.name_ptr
             .store(h.name.as_ptr().cast_mut(), Ordering::Relaxed);
-        s.name_len.store(h.name.len(), Ordering::Relaxed);
     }
 
-    /// The owner pushed `h` at depth `i`.
+    /// The owner pushes `h` at depth `i` (the hot path: one counter bump, five slot stores
+    /// and the depth). Slots below `i` do not change, so no write section is needed for them;
+    /// slot `i` may still be read by a reader that saw a greater depth before a pop, so the
+    /// counter moves (by two: it stays even) before the slot is written, and that reader
+    /// retries.
     #[inline]
     pub(crate) fn pushed(&self, i: usize, h: &HeldLock) {
-        let even = self.begin();
+        // Relaxed: only the owner writes the counter.
+        let s = self.seq.load(Ordering::Relaxed);
+        // Release: a reader whose first load sees the new value sees the pops before it (the
+        // depth it reads is at most `i`, or `i + 1` with this slot complete). The Release
+        // fence: a reader that sees one of the slot stores below sees the new value on its
+        // second load of the counter.
+        self.seq.store(s + 2, Ordering::Release);
+        fence(Ordering::Release);
         self.write_slot(i, h);
-        // Relaxed: inside the write section.
-        self.len.store(i + 1, Ordering::Relaxed);
-        self.end(even);
+        // Release: a reader that sees the new depth sees the whole slot.
+        self.len.store(i + 1, Ordering::Release);
     }
 
-    /// The owner popped its top entry; `len` entries are left. The slot stays intact until the
-    /// next push (which opens a write section), so a reader that still counts it reads a
-    /// consistent past state.
+    /// The owner popped its top entry; `len` entries are left. One store: the slot stays
+    /// intact until the next push (which moves the counter first), so a reader that still
+    /// counts it reads a consistent past state.
     #[inline]
     pub(crate) fn popped(&self, len: usize) {
         self.publish_len(len);
@@ -546,24 +558,27 @@ fn backoff(attempt: u32) {
     }
 }
 
-fn flags_of(h: &HeldLock) -> u32 {
+fn meta_of(h: &HeldLock) -> u64 {
     let mode = match h.mode {
         Mode::Exclusive => 0,
         Mode::Read => 1,
         Mode::RecursiveRead => 2,
         Mode::Upgradable => 3,
     };
-    mode | u32::from(h.trylock) << 2 | u32::from(h.named) << 3 | u32::from(h.subclass) << 8
+    let len = h.name.len().min(u32::MAX as usize) as u64;
+    mode | u64::from(h.trylock) << 2
+        | u64::from(h.named) << 3
+        | u64::from(h.subclass) << 8
+        | len << 32
 }
 
 /// A slot's fields, read racily: checked by the read section before they are trusted.
 struct RawSlot {
     instance: usize,
     class: u64,
-    flags: u32,
+    meta: u64,
     site: *const Location<'static>,
     name_ptr: *const u8,
-    name_len: usize,
 }
 
 fn read_slot(s: &Slot) -> Option<RawSlot> {
@@ -571,10 +586,9 @@ fn read_slot(s: &Slot) -> Option<RawSlot> {
     let r = RawSlot {
         instance: s.instance.load(Ordering::Relaxed),
         class: s.class.load(Ordering::Relaxed),
-        flags: s.flags.load(Ordering::Relaxed),
+        meta: s.meta.load(Ordering::Relaxed),
         site: s.site.load(Ordering::Relaxed),
         name_ptr: s.name_ptr.load(Ordering::Relaxed),
-        name_len: s.name_len.load(Ordering::Relaxed),
     };
     (!r.site.is_null() && !r.name_ptr.is_null()).then_some(r)
 }
@@ -623,28 +637,30 @@ impl Snapshot {
     pub(crate) fn entries(&self) -> impl Iterator<Item = SharedEntry> + '_ {
         self.held.iter().map(|r| {
             // SAFETY: the read section validated the copy: `site` was stored from a
-            // `&'static Location` and `name_ptr`/`name_len` from one `&'static str`, written
-            // in the same section.
+            // `&'static Location` and `name_ptr` with the length in `meta` from one
+            // `&'static str` (cut at a character boundary only if over 4 GiB, which no
+            // `&'static str` name is), written by one push or write section.
             let (site, name) = unsafe {
                 (
                     &*r.site,
                     std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                        r.name_ptr, r.name_len,
+                        r.name_ptr,
+                        (r.meta >> 32) as usize,
                     )),
                 )
             };
             SharedEntry {
                 instance: r.instance,
                 class: ClassId::from_bits(r.class),
-                mode: match r.flags & 3 {
+                mode: match r.meta & 3 {
                     0 => Mode::Exclusive,
                     1 => Mode::Read,
                     2 => Mode::RecursiveRead,
                     _ => Mode::Upgradable,
                 },
-                trylock: r.flags & 4 != 0,
-                named: r.flags & 8 != 0,
-                subclass: (r.flags >> 8) as u8,
+                trylock: r.meta & 4 != 0,
+                named: r.meta & 8 != 0,
+                subclass: (r.meta >> 8) as u8,
                 name,
                 site,
             }

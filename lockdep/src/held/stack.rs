@@ -195,10 +195,13 @@ impl ThreadState {
         self.marks += u32::from(entry.pin_count) + u32::from(entry.paired);
         self.top = entry.chain_key;
         let i = self.held.len();
-        self.held.push(entry);
-        match self.record {
-            Some(r) => r.pushed(i, &self.held[i]),
-            None => self.claim_record(),
+        // The shared copy from the entry as it is (in registers), before it moves.
+        if let Some(r) = self.record {
+            r.pushed(i, &entry);
+            self.held.push(entry);
+        } else {
+            self.held.push(entry);
+            self.claim_record();
         }
     }
 
