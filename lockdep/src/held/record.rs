@@ -389,8 +389,26 @@ impl Record {
     /// slot `i` may still be read by a reader that saw a greater depth before a pop, so the
     /// counter moves (by two: it stays even) before the slot is written, and that reader
     /// retries.
+    ///
+    /// A slot that already holds exactly this entry (the same lock re-taken at the same
+    /// depth, the usual case in a loop) is left alone: a reader of it cannot see a change,
+    /// so only the depth is stored.
     #[inline]
     pub(crate) fn pushed(&self, i: usize, h: &HeldLock) {
+        if i < CHUNK {
+            let s = &self.chunk.slots[i];
+            // Relaxed: the owner reads back its own stores.
+            if s.instance.load(Ordering::Relaxed) == h.instance
+                && s.class.load(Ordering::Relaxed) == h.class.to_bits()
+                && s.meta.load(Ordering::Relaxed) == meta_of(h)
+                && std::ptr::eq(s.site.load(Ordering::Relaxed), h.site)
+                && std::ptr::eq(s.name_ptr.load(Ordering::Relaxed), h.name.as_ptr())
+            {
+                // Release: a reader that sees the new depth sees the slot (unchanged).
+                self.len.store(i + 1, Ordering::Release);
+                return;
+            }
+        }
         // Relaxed: only the owner writes the counter.
         let s = self.seq.load(Ordering::Relaxed);
         // Release: a reader whose first load sees the new value sees the pops before it (the
