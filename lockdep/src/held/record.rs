@@ -181,7 +181,7 @@ fn fork_prepare() -> Box<dyn std::any::Any> {
 fn fork_child() {
     let mine = MINE.try_with(|m| m.get()).unwrap_or(0);
     for r in all() {
-        if std::ptr::from_ref(r).addr() != mine && r.generation() % 2 == 1 {
+        if std::ptr::from_ref(r).addr() != mine && !r.generation().is_multiple_of(2) {
             // Relaxed: the child has one thread.
             r.len.store(0, Ordering::Relaxed);
             r.wait_instance.store(0, Ordering::Relaxed);
@@ -508,7 +508,7 @@ impl Record {
     /// inside one). Never returns a torn copy.
     pub(crate) fn snapshot(&'static self, skip_idle: bool) -> Option<Snapshot> {
         let generation = self.generation();
-        if generation % 2 == 0 {
+        if generation.is_multiple_of(2) {
             return None;
         }
         // Relaxed: a hint to skip idle records; a stack that grows right now is one whose
@@ -524,7 +524,7 @@ impl Record {
             // Acquire: pairs with `end`'s Release store, so the slots of every section that
             // ended before are visible.
             let s1 = self.seq.load(Ordering::Acquire);
-            if s1 % 2 == 1 {
+            if !s1.is_multiple_of(2) {
                 backoff(attempt);
                 continue;
             }

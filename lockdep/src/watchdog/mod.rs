@@ -150,7 +150,7 @@ fn deadlock(snaps: &[Snapshot], lead_in: &[usize], cycle: &[usize]) -> Option<De
     Some(Deadlock {
         threads,
         blocked_behind,
-        earlier: recent::matching(&classes),
+        earlier: recent::matching(&classes).map(Box::new),
     })
 }
 

@@ -30,7 +30,7 @@ pub struct Deadlock {
     /// The potential deadlock the validator reported earlier whose classes are all among this
     /// deadlock's locks: the order it warned about, now happening. `None` if it reported none
     /// (a cycle through a lock it cannot see the order of, or a report that was suppressed).
-    pub earlier: Option<Report>,
+    pub earlier: Option<Box<Report>>,
 }
 
 /// A thread blocked for longer than the threshold on a chain that made no progress.
