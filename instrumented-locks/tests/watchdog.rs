@@ -185,7 +185,10 @@ fn the_watchdog_reports_deadlocks_and_stalled_waits_but_not_progressing_ones() {
                     next.held[0].instance
                 );
             }
-            assert!(matches!(d.earlier.as_deref(), Some(Report::CircularDependency(_))));
+            assert!(matches!(
+                d.earlier.as_deref(),
+                Some(Report::CircularDependency(_))
+            ));
         }
         other => panic!("expected a deadlock, got {other:#?}"),
     }

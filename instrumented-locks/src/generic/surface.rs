@@ -70,10 +70,10 @@ macro_rules! lock_surface {
                 if me.inner.is_locked() {
                     me.dep.freed_while_locked();
                 }
+                // `_dep` drops at the end: the map's own check of this thread's entries.
                 // SAFETY: `me` is never used or dropped again, so each field is moved out
                 // exactly once (the `Drop` of the lock, which only checks, is skipped).
-                let (dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };
-                drop(dep);
+                let (_dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };
                 inner.into_inner()
             }
         }
