@@ -2,6 +2,7 @@
 //! another thread holds a lock of it), the all-threads dump, and lock_stat. Interleavings are
 //! made with channels and barriers; a wait for another thread to block polls the dump, with a
 //! generous upper bound only as a hang guard.
+#![cfg(feature = "validate")]
 
 mod common;
 

@@ -83,11 +83,18 @@ pub fn show_all_locks() {
 ///
 /// # Errors
 ///
-/// The error of `signal-hook` registering the handler (a forbidden signal such as `SIGKILL`),
-/// or of spawning the thread.
+/// [`io::ErrorKind::InvalidInput`] for a signal that must not be caught (`SIGKILL`,
+/// `SIGSTOP`, and the ones a fault raises, `signal_hook::consts::FORBIDDEN`); the error of
+/// `signal-hook` registering the handler, or of spawning the thread.
 pub fn dump_on_signal(signal: i32) -> io::Result<()> {
     use signal_hook::iterator::Signals;
     use std::sync::Mutex;
+    if signal_hook::consts::FORBIDDEN.contains(&signal) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("signal {signal} cannot be caught (or must not be, as a fault's)"),
+        ));
+    }
     static HANDLE: Mutex<Option<signal_hook::iterator::Handle>> = Mutex::new(None);
     let mut handle = HANDLE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(h) = handle.as_ref() {

@@ -45,6 +45,10 @@ use crate::mode::Mode;
 /// The most records (threads holding locks at one time, as records are reused). Threads past
 /// it are validated as usual but are invisible to other threads' checks and to the dump.
 pub(crate) const MAX_RECORDS: usize = 4096;
+/// Bits of [`Record::len`] that hold the depth.
+const DEPTH_BITS: u32 = 24;
+const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
+
 /// Slots stored inline in a record; deeper stacks continue in linked chunks of this size.
 const CHUNK: usize = 32;
 
@@ -101,7 +105,9 @@ pub(crate) struct Mail {
 pub(crate) struct Record {
     // ---- the owner's line
     seq: AtomicU64,
-    len: AtomicUsize,
+    /// The depth (low [`DEPTH_BITS`] bits) and the number of pushes so far (the rest, which
+    /// wraps): a watcher sees the owner make progress even when its stack looks the same.
+    len: AtomicU64,
     /// The instance of the entry the owner blocks on, 0 when it does not wait.
     wait_instance: AtomicUsize,
     /// When the wait started, in nanoseconds since [`epoch`].
@@ -246,7 +252,7 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
             }
             let r: &'static Record = Box::leak(Box::new(Record {
                 seq: AtomicU64::new(0),
-                len: AtomicUsize::new(0),
+                len: AtomicU64::new(0),
                 wait_instance: AtomicUsize::new(0),
                 wait_since: AtomicU64::new(0),
                 wait_count: AtomicU64::new(0),
@@ -404,8 +410,7 @@ impl Record {
                 && std::ptr::eq(s.site.load(Ordering::Relaxed), h.site)
                 && std::ptr::eq(s.name_ptr.load(Ordering::Relaxed), h.name.as_ptr())
             {
-                // Release: a reader that sees the new depth sees the slot (unchanged).
-                self.len.store(i + 1, Ordering::Release);
+                self.publish_push(i + 1);
                 return;
             }
         }
@@ -418,8 +423,18 @@ impl Record {
         self.seq.store(s + 2, Ordering::Release);
         fence(Ordering::Release);
         self.write_slot(i, h);
+        self.publish_push(i + 1);
+    }
+
+    /// Stores the depth `len` after a push, counting the push.
+    #[inline]
+    fn publish_push(&self, len: usize) {
+        // Relaxed: only the owner writes the word.
+        let w = self.len.load(Ordering::Relaxed);
+        let pushes = (w >> DEPTH_BITS).wrapping_add(1);
         // Release: a reader that sees the new depth sees the whole slot.
-        self.len.store(i + 1, Ordering::Release);
+        self.len
+            .store(pushes << DEPTH_BITS | depth_word(len), Ordering::Release);
     }
 
     /// The owner popped its top entry; `len` entries are left. One store: the slot stays
@@ -432,8 +447,11 @@ impl Record {
 
     #[inline]
     fn publish_len(&self, len: usize) {
+        // Relaxed: only the owner writes the word.
+        let w = self.len.load(Ordering::Relaxed);
         // Release: a reader that sees the shorter depth sees every earlier section.
-        self.len.store(len, Ordering::Release);
+        self.len
+            .store(w & !DEPTH_MASK | depth_word(len), Ordering::Release);
     }
 
     /// The owner's entries from `from` up changed (out-of-order release, mode or class
@@ -443,8 +461,10 @@ impl Record {
         for (i, h) in held.iter().enumerate().skip(from) {
             self.write_slot(i, h);
         }
-        // Relaxed: inside the write section.
-        self.len.store(held.len(), Ordering::Relaxed);
+        // Relaxed (both): the owner's word, inside the write section.
+        let w = self.len.load(Ordering::Relaxed);
+        self.len
+            .store(w & !DEPTH_MASK | depth_word(held.len()), Ordering::Relaxed);
         self.end(even);
     }
 
@@ -514,7 +534,7 @@ impl Record {
         // Relaxed: a hint to skip idle records; a stack that grows right now is one whose
         // owner runs on, which a snapshot taken a moment earlier would also have missed.
         if skip_idle
-            && self.len.load(Ordering::Relaxed) == 0
+            && self.len.load(Ordering::Relaxed) & DEPTH_MASK == 0
             && self.wait_instance.load(Ordering::Relaxed) == 0
         {
             return None;
@@ -529,8 +549,9 @@ impl Record {
                 continue;
             }
             held.clear();
-            // Acquire: pairs with `publish_len`'s Release store.
-            let len = self.len.load(Ordering::Acquire);
+            // Acquire: pairs with the Release stores of `publish_len` and `publish_push`.
+            let word = self.len.load(Ordering::Acquire);
+            let len = (word & DEPTH_MASK) as usize;
             for i in 0..len {
                 match self.slot(i) {
                     Some(s) => held.push(read_slot(s)),
@@ -556,7 +577,7 @@ impl Record {
                 });
                 return Some(Snapshot {
                     holder: Holder::new(self.index, generation),
-                    seq: s1,
+                    progress: s1 ^ (word >> DEPTH_BITS).rotate_left(32),
                     record: self,
                     held: held.into_iter().flatten().collect(),
                     wait,
@@ -566,6 +587,12 @@ impl Record {
         }
         unreachable!("the loop returns")
     }
+}
+
+/// `len` as the depth bits of [`Record::len`] (a deeper stack than they hold is shown cut).
+#[inline]
+fn depth_word(len: usize) -> u64 {
+    (len as u64).min(DEPTH_MASK)
 }
 
 fn backoff(attempt: u32) {
@@ -623,9 +650,9 @@ pub(crate) struct Wait {
 /// A consistent copy of one record.
 pub(crate) struct Snapshot {
     pub holder: Holder,
-    /// The write-section counter the copy was made at: it moves whenever the owner pushes,
-    /// rewrites its stack, or starts or ends a wait.
-    pub seq: u64,
+    /// Changes whenever the owner pushes, rewrites its stack, or starts or ends a wait (the
+    /// counter and the count of pushes, mixed): the watchdog's sign of progress.
+    pub progress: u64,
     pub record: &'static Record,
     held: Vec<RawSlot>,
     pub wait: Option<Wait>,

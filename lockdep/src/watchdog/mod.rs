@@ -176,7 +176,7 @@ fn signature(
         .map(|(k, &m)| {
             let (h, c) = wf.wait_id(m);
             let last = path && k + 1 == members.len();
-            (h, c, if last { snaps[m].seq } else { 0 })
+            (h, c, if last { snaps[m].progress } else { 0 })
         })
         .collect()
 }
