@@ -25,7 +25,7 @@ impl Drop for Slot {
         let holder = st.record().map(|r| r.holder());
         let held = st.take_all();
         st.give_back_record();
-        if holder.is_some_and(|h| super::others::orphan(h, held.iter().map(|e| e.instance))) {
+        if holder.is_some_and(|h| super::orphans::orphan(h, held.iter().map(|e| e.instance))) {
             // Movable guards: the locks left with their guards, released later elsewhere.
             return;
         }

@@ -7,14 +7,16 @@
 
 mod freed;
 mod local;
+mod orphans;
 mod others;
 mod query;
 mod release;
 
 pub(crate) use freed::check_no_locks_freed;
 pub(crate) use local::{current_thread, with_state};
+pub(crate) use orphans::set_movable;
 pub(crate) use others::{
-    check_freed_elsewhere, current_holder, key_holders, post_release, set_movable, snapshots,
+    check_freed_elsewhere, current_holder, key_holders, post_release, snapshots,
 };
 pub(crate) use query::holds_key;
 pub(crate) use release::{release, report_release, Release};

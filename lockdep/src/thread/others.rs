@@ -3,9 +3,6 @@
 //! of it, a lock freed while another thread holds it, and a release made by another thread
 //! than the one that acquired (a guard sent between threads).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
-
 use super::local::{current_thread, with_state};
 use crate::class::KeyRef;
 use crate::graph_lock::graph_lock;
@@ -109,41 +106,6 @@ pub(crate) fn post_release(holder: Holder, instance: usize) {
         },
     );
     if !posted {
-        let mut o = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = o.iter().position(|&e| e == (holder, instance)) {
-            o.swap_remove(i);
-        }
+        super::orphans::forget(holder, instance);
     }
-}
-
-/// Whether guards may move between threads ([`crate::set_guards_movable`]).
-static MOVABLE: AtomicBool = AtomicBool::new(false);
-
-/// Entries that exited threads left behind while movable guards of them lived on: (the
-/// exited holding, instance), until the guard is released. At most [`MAX_ORPHANS`].
-static ORPHANS: Mutex<Vec<(Holder, usize)>> = Mutex::new(Vec::new());
-
-/// The most entries kept for exited threads; past it, a thread's exit reports its locks.
-pub(crate) const MAX_ORPHANS: usize = 4096;
-
-/// See [`crate::set_guards_movable`].
-pub(crate) fn set_movable(on: bool) {
-    // Relaxed: a setting read at thread exit; a thread exiting as it changes sees either.
-    MOVABLE.store(on, Ordering::Relaxed);
-}
-
-/// At the exit of the thread of `holder`, with `instances` still held: if guards are movable
-/// and there is room, keeps them for the releases to come from the threads that have the
-/// guards now, and returns true (nothing to report).
-pub(crate) fn orphan(holder: Holder, instances: impl ExactSizeIterator<Item = usize>) -> bool {
-    // Relaxed: see `set_movable`.
-    if !MOVABLE.load(Ordering::Relaxed) {
-        return false;
-    }
-    let mut o = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
-    if o.len() + instances.len() > MAX_ORPHANS {
-        return false;
-    }
-    o.extend(instances.map(|i| (holder, i)));
-    true
 }
