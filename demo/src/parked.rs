@@ -111,6 +111,45 @@ impl Window {
 
 /// One timed loop of `op`, recording each call's latency; also returns how many calls
 /// took at least `hold`.
+/// Runs the measured writers of one cell inside `s`: the parked one calls `op(0)`, the
+/// others `op(1..=nw)`, all timed from the window's start to its stop. Returns the other
+/// writers' merged histogram, how many of their calls lasted at least the parked hold, the
+/// parked writer's histogram, and `domain`'s statistics over the window (none with `rcu`).
+fn measure<'s, 'e: 's>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    w: &'e Window,
+    cfg: &'e Config,
+    rcu: bool,
+    op: impl Fn(usize) + Send + Sync + Copy + 'e,
+    domain: &Domain,
+) -> (Histogram, u64, Histogram, Option<hazptr::Stats>) {
+    let thread = move |i: usize| {
+        s.spawn(move || {
+            if rcu {
+                rcu::register_thread();
+            }
+            timed_loop(w, cfg.hold, || op(i))
+        })
+    };
+    let parked_writer = thread(0);
+    let writers: Vec<_> = (1..=cfg.nw).map(thread).collect();
+    w.start.wait();
+    let before = domain.stats();
+    // The measurement window (a duration, not a synchronization device).
+    std::thread::sleep(cfg.window);
+    // Relaxed: a stop flag.
+    w.stop.store(true, Ordering::Relaxed);
+    let (mut others, mut over_hold) = (Histogram::default(), 0u64);
+    for h in writers {
+        let (h, over) = h.join().expect("writer panicked");
+        others.merge(&h);
+        over_hold += over;
+    }
+    let parked = parked_writer.join().expect("parked writer panicked").0;
+    let stats = (!rcu).then(|| delta(&domain.stats(), &before));
+    (others, over_hold, parked, stats)
+}
+
 fn timed_loop(w: &Window, hold: Duration, mut op: impl FnMut()) -> (Histogram, u64) {
     let (mut h, mut over) = (Histogram::default(), 0u64);
     w.start.wait();
@@ -147,9 +186,7 @@ fn run_hazptr(kind: Kind, cfg: &Config) -> Cell {
         start: Barrier::new(2 * cfg.nw + 3),
         stop: AtomicBool::new(false),
     };
-    let (mut others, mut parked, mut stats) = (Histogram::default(), Histogram::default(), None);
-    let mut over_hold = 0u64;
-    std::thread::scope(|s| {
+    let (others, over_hold, parked, stats) = std::thread::scope(|s| {
         let (w, domain, addr) = (&w, &domain, &addr);
         s.spawn(move || {
             // Parked before the window opens, so that no writer starts while it is not.
@@ -204,35 +241,7 @@ fn run_hazptr(kind: Kind, cfg: &Config) -> Cell {
             Kind::Rcu => rcu::synchronize_rcu(),
             _ => domain.synchronize(addr(i)).expect("no guard held"),
         };
-        let parked_writer = s.spawn(move || {
-            if rcu {
-                rcu::register_thread();
-            }
-            timed_loop(w, cfg.hold, || sync(0)).0
-        });
-        let writers: Vec<_> = (1..=cfg.nw)
-            .map(|i| {
-                s.spawn(move || {
-                    if rcu {
-                        rcu::register_thread();
-                    }
-                    timed_loop(w, cfg.hold, || sync(i))
-                })
-            })
-            .collect();
-        w.start.wait();
-        let before = domain.stats();
-        // The measurement window (a duration, not a synchronization device).
-        std::thread::sleep(cfg.window);
-        // Relaxed: a stop flag.
-        w.stop.store(true, Ordering::Relaxed);
-        for h in writers {
-            let (h, over) = h.join().expect("writer panicked");
-            others.merge(&h);
-            over_hold += over;
-        }
-        parked = parked_writer.join().expect("parked writer panicked");
-        stats = (!rcu).then(|| delta(&domain.stats(), &before));
+        measure(s, w, cfg, rcu, sync, domain)
     });
     Cell {
         others,
@@ -281,9 +290,7 @@ fn run_lockdep(kind: Kind, cfg: &Config) -> Cell {
         stop: AtomicBool::new(false),
     };
     let global = Domain::global();
-    let (mut others, mut parked, mut stats) = (Histogram::default(), Histogram::default(), None);
-    let mut over_hold = 0u64;
-    std::thread::scope(|s| {
+    let (others, over_hold, parked, stats) = std::thread::scope(|s| {
         let (w, x, keys) = (&w, &x, &keys);
         s.spawn(move || {
             if rcu {
@@ -320,36 +327,14 @@ fn run_lockdep(kind: Kind, cfg: &Config) -> Cell {
             k.unregister();
             k.register();
         };
-        let parked_writer = s.spawn(move || {
-            if rcu {
-                rcu::register_thread();
+        let op = move |i: usize| {
+            if i == 0 {
+                cycle(x)
+            } else {
+                cycle(&keys[i - 1])
             }
-            timed_loop(w, cfg.hold, || cycle(x)).0
-        });
-        let writers: Vec<_> = keys
-            .iter()
-            .map(|key| {
-                s.spawn(move || {
-                    if rcu {
-                        rcu::register_thread();
-                    }
-                    timed_loop(w, cfg.hold, || cycle(key))
-                })
-            })
-            .collect();
-        w.start.wait();
-        let before = global.stats();
-        // The measurement window (a duration, not a synchronization device).
-        std::thread::sleep(cfg.window);
-        // Relaxed: a stop flag.
-        w.stop.store(true, Ordering::Relaxed);
-        for h in writers {
-            let (h, over) = h.join().expect("writer panicked");
-            others.merge(&h);
-            over_hold += over;
-        }
-        parked = parked_writer.join().expect("parked writer panicked");
-        stats = (!rcu).then(|| delta(&global.stats(), &before));
+        };
+        measure(s, w, cfg, rcu, op, global)
     });
     drop(keys);
     drop(x);

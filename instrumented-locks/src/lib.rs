@@ -43,9 +43,14 @@
 //!
 //!    The report names both locks, the sites of every dependency in the cycle and the
 //!    scenario that deadlocks (see the crate's README and `examples/`).
-//! 3. Make reports fail your tests: [`set_policy`]`(`[`Policy::Panic`]`)` at the start of a
-//!    test, or collect them with `Policy::Callback`. Everything needed to configure the
-//!    validator is re-exported here (see [Configuring the validator](#configuring-the-validator)).
+//! 3. Make reports fail your tests: `let _scope = instrumented_locks::`[`test_scope`]`();` at
+//!    the top of a test fails that test on any report its thread (or a thread it
+//!    [enters](lockdep::ScopeHandle::enter) into the scope) makes, even one already printed earlier in
+//!    the process, and leaves the other tests alone. ([`set_policy`]`(`[`Policy::Panic`]`)` is
+//!    process-wide: under `cargo test`'s parallel threads it makes whichever test triggers a
+//!    report panic; `Policy::Callback` collects reports instead.) Everything needed to
+//!    configure the validator is re-exported here (see
+//!    [Configuring the validator](#configuring-the-validator)).
 //! 4. In release builds, turn validation off (next section) or switch it off at run time.
 //!
 //! # Features
@@ -58,6 +63,7 @@
 //! | `serde` | no | `Serialize`/`Deserialize` for the locks |
 //! | `owning_ref` | no | `owning_ref::StableAddress` for the guards |
 //! | `deadlock_detection` | no | parking_lot_core's detector of deadlocks that happened ([`deadlock`]) |
+//! | `tokio` | no | validated `tokio::sync::{Mutex, RwLock}` (module `tokio`) and the task spawn helpers ([`task`]); see [Async](#async) |
 //!
 //! **Switching validation off for release builds.** Cargo unifies features across a build,
 //! and a dependency table under `[target.'cfg(not(debug_assertions))'.dependencies]` is not
@@ -121,6 +127,60 @@
 //! thread that holds it ([`lockdep::check_held_lock_freed`]); an unlocked lock's drop costs
 //! one load of its state.
 //!
+//! # Async
+//!
+//! Two kinds of bug deadlock async code: lock-order inversions among `tokio::sync` locks (and
+//! between async and blocking locks), and a blocking guard (this crate's, `parking_lot`'s,
+//! `std`'s) held across an `.await`, which deadlocks a single-threaded executor as soon as
+//! another task on that thread takes the lock. Both are found, the first time their pieces
+//! are seen:
+//!
+//! ```ignore
+//! use instrumented_locks::{task, tokio::Mutex};
+//!
+//! let accounts = Arc::new(Mutex::named(0, "accounts"));      // tokio::sync::Mutex, validated
+//! task::spawn(async move {                                   // tokio::spawn, instrumented
+//!     let a = accounts.lock().await;                         // validated before it can wait
+//!     // ...
+//! });
+//! ```
+//!
+//! - **Validated tokio locks** (feature `tokio`): `tokio::Mutex` and
+//!   `tokio::RwLock` (module `tokio`) wrap tokio's own locks, with tokio's API and
+//!   guards (owned and mapped ones included), classes as for the other locks here, and
+//!   validation at the lock future's first poll, before it can wait.
+//! - **Held per task**: [`task::instrument`] (or `task::spawn`, `task::spawn_local` with the `tokio` feature)
+//!   gives a future a held-lock context of its own, entered around each of its polls: the
+//!   task's async locks go on the polling thread's held-lock stack for the poll and come off
+//!   after it, so they move with the task between worker threads, and two tasks taking turns
+//!   on one thread do not see each other's async locks. Async and blocking locks share one
+//!   dependency graph (A async → B blocking → A is a cycle). Sound on the multi-thread
+//!   runtime, the current-thread runtime and `LocalSet` (the context is the future's own,
+//!   whoever polls it). A cancelled lock future, or a task dropped while holding an async
+//!   lock, releases its entries.
+//! - **Blocking guards held across `.await`**: when an instrumented future returns `Pending`
+//!   holding a blocking guard it took in that poll, lockdep reports
+//!   [`Report::HeldAcrossAwait`] with the guard's
+//!   acquisition site and the task, once per site. Blocking locks stay per OS thread: another
+//!   task polled on that thread that takes the same lock gets the recursive-locking report
+//!   before the thread blocks.
+//! - Reports made inside an instrumented poll name the task where the thread would be:
+//!   `task 17 on tokio-runtime-worker/3`.
+//!
+//! A task spawned with plain `tokio::spawn` still has its async locks held per task: each
+//! acquisition and release is made in a context of the task's own, found by
+//! `tokio::task::try_id()`, so cycles among async locks are found without instrumenting
+//! anything. Without its poll boundaries, though, the task's async locks are not seen while
+//! it takes blocking locks (async → blocking orders), and a blocking guard held across its
+//! awaits is not reported: instrument the tasks for those (the top-level future of
+//! `block_on` too, which is no task: outside every task a tokio lock is validated against
+//! what the thread holds and not held afterwards). tokio's per-poll runtime hooks would make
+//! instrumenting automatic, but exist only under `--cfg tokio_unstable` and do not say
+//! whether a poll returned `Pending`. With
+//! `send_guard`, a blocking guard held across an await and dropped on another thread is not
+//! reported at its drop (the guard type is declared movable), but its entry stays on the
+//! acquiring thread's stack until that thread takes the lock again (see the limits below).
+//!
 //! # Configuring the validator
 //!
 //! One dependency is enough: where reports go ([`set_policy`], [`Policy`], [`Report`]), test
@@ -161,7 +221,10 @@ pub mod generic;
 pub mod raw;
 pub mod std_sync;
 mod switch;
+pub mod task;
 pub mod thread;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use dep::{GuardMarker, HeldGuard};

@@ -1,5 +1,9 @@
-//! The visible cases of `shared/reference/cases-visible.md` that concern lock wrappers
-//! (C06, C14, C15, C16, C17), run through this crate's types, each asserting its verdict.
+//! Real-world locking patterns that concern lock wrappers, run through this crate's types,
+//! each asserting the verdict a correct validator gives: re-locking one instance (C06),
+//! condition-variable waits (C14), locks across thread spawn and join (C15), guards and
+//! thread-local destructors at thread exit (C16), panics while holding locks (C17). The
+//! case numbers are this project's own catalogue ids, kept so a test can be matched to its
+//! case.
 
 #![cfg(feature = "validate")]
 

@@ -25,6 +25,8 @@
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`]; if the raw lock is still locked, [`check_held_lock_freed`] first (other threads' holders) |
 //! | a blocking acquisition that must wait (the raw try failed) | [`lock_contended`] before blocking, [`lock_acquired`] after |
 //! | a guard released on another thread than its acquirer | [`current_holder`] when acquiring, [`release_from`] when releasing; [`set_guards_movable`] |
+//! | async lock (a future that may wait) | [`task_acquire`] before the lock's future is first polled, [`task_release`] with its token on release or cancellation, [`task_set_held_mode`] for a downgrade |
+//! | a poll of a task (an executor's, or an instrumented future's) | [`TaskContext::enter`] before, [`PollScope::exit`]`(pending)` after |
 //!
 //! `mode` is [`Mode::Exclusive`] for `Mutex::lock` and `RwLock::write`, [`Mode::Read`] for a
 //! reader that may queue behind a waiting writer (`RwLock::read`),
@@ -303,8 +305,13 @@
 //! - Held locks belong to a thread, which alone changes its stack; other threads read a copy
 //!   (see below) and ask the owner, through a mailbox, to drop entries. At most
 //!   4096 threads hold locks at once with a copy; past that, a thread is validated as usual
-//!   but is invisible to the dump, the watchdog and other threads' checks. A lock map must not
-//!   move while it is held (guards that borrow the lock guarantee this).
+//!   but is invisible to the dump, the watchdog and other threads' checks. Async locks taken
+//!   in a task's poll ([`TaskContext`]) are the task's, put on the polling thread's stack for
+//!   each poll and taken off after it, so they follow the task between threads; a blocking
+//!   lock a task still holds when its poll returns `Pending` is [`Report::HeldAcrossAwait`]
+//!   and stays the thread's. A task's async locks between its polls are in no thread's copy:
+//!   the dump, the watchdog and the cross-thread checks do not see them yet. A lock map must
+//!   not move while it is held (guards that borrow the lock guarantee this).
 //! - Lock–join deadlocks are found only through annotations ([`PseudoLock`]). Lock–condvar
 //!   deadlocks (waiting while holding a lock the notifier needs) are found with condvar
 //!   tracking, off by default ([`set_condvar_tracking`]): a wait may be ended by another
@@ -363,6 +370,8 @@ mod pair_cache;
 mod graph;
 // A thread's held-lock stack, as data.
 mod held;
+// Which task this thread is polling, for reports.
+mod current_task;
 // What a report says, its text, how it is built, where it goes (deduplicated, re-entrancy
 // safe), test scopes.
 mod report;
@@ -385,6 +394,8 @@ mod annotate;
 mod condvar;
 // Pseudo-locks for waits that are not locks.
 mod pseudo;
+// Held async locks per task: spliced onto the polling thread's stack for each poll.
+mod task;
 // Counters, the dependency list, DOT output, reset.
 mod introspect;
 // Opt-in per-class contention statistics (lock_stat).
@@ -432,6 +443,9 @@ pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
 };
 pub use site::is_guard_drop;
+pub use task::{
+    current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext, TaskHeld,
+};
 pub use wait::{lock_acquired, lock_contended};
 pub use watchdog::{
     deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, Deadlock, HungWait,

@@ -53,8 +53,9 @@ fn a_cycle_report_explains_its_dependency_tags() {
     unlock(a);
     unlock(b);
     let text = assert_one_cycle(&["A", "B"]).to_string();
-    let legend = "([XY]: the earlier lock was held X = E exclusively or S shared (read); the \
-                  later one taken Y = N non-recursively or R as a recursive read)";
+    let legend = "([XY]: X = how the earlier lock was held: E exclusive, S reader, U upgradable \
+                  read; Y = how the later one was taken: N writer or plain reader, R recursive \
+                  reader, U upgradable read)";
     assert!(
         text.contains(&format!(
             "dependency chain (in reverse order) is:\n{legend}\n"
@@ -62,6 +63,7 @@ fn a_cycle_report_explains_its_dependency_tags() {
         "{text}"
     );
     assert!(text.contains("[EN]"));
+    assert_eq!(text.matches("[XY]").count(), 1, "one legend: {text}");
 }
 
 /// Each crossing of the depth limit is an episode; episodes 1, 2, 4, 8, 16 of 20 are

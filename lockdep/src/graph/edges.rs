@@ -38,6 +38,26 @@ pub(crate) struct EdgeSites {
     pub trace: Option<Trace>,
 }
 
+impl EdgeSites {
+    /// Sites for unit tests of the graph: the caller's line at both ends, instance 0, no
+    /// names, no trace.
+    #[cfg(test)]
+    #[track_caller]
+    pub(crate) fn for_tests() -> EdgeSites {
+        let seen = Seen {
+            instance: 0,
+            name: None,
+        };
+        EdgeSites {
+            prev: Location::caller(),
+            next: Location::caller(),
+            prev_lock: seen,
+            next_lock: seen,
+            trace: None,
+        }
+    }
+}
+
 /// All the kinds recorded for one ordered pair.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Edge {

@@ -214,23 +214,11 @@ impl Instances {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::edges::Seen;
     use crate::graph::search::strong_path;
     use crate::mode::Mode;
-    use std::panic::Location;
 
     fn sites() -> EdgeSites {
-        let seen = Seen {
-            instance: 0,
-            name: None,
-        };
-        EdgeSites {
-            prev: Location::caller(),
-            next: Location::caller(),
-            prev_lock: seen,
-            next_lock: seen,
-            trace: None,
-        }
+        EdgeSites::for_tests()
     }
 
     const EN: Kind = Kind {

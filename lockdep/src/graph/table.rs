@@ -229,22 +229,10 @@ impl Deps for Graph {
 mod tests {
     use super::*;
     use crate::class::{LockClassKey, StaticKey};
-    use crate::graph::edges::Seen;
     use crate::mode::Mode;
-    use std::panic::Location;
 
     fn sites() -> EdgeSites {
-        let seen = Seen {
-            instance: 0,
-            name: None,
-        };
-        EdgeSites {
-            prev: Location::caller(),
-            next: Location::caller(),
-            prev_lock: seen,
-            next_lock: seen,
-            trace: None,
-        }
+        EdgeSites::for_tests()
     }
 
     static KEYS: [LockClassKey; 4] = [const { LockClassKey::new() }; 4];

@@ -12,6 +12,7 @@ use super::types::{
     Report, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
 };
 use crate::class::{ClassId, KeyRef};
+use crate::current_task;
 use crate::graph::edges::{Edge, EdgeSites, Seen};
 use crate::graph::search::Step;
 use crate::graph::{Graph, Trace};
@@ -27,9 +28,14 @@ type Site = &'static Location<'static>;
 /// The thread that owns `st`.
 pub(crate) fn thread(st: &ThreadState) -> ThreadDesc {
     let (id, name) = st.identity();
+    let task = current_task::get();
     ThreadDesc {
-        name: name.clone(),
+        name: match task {
+            Some(t) => format!("task {t} on {name}"),
+            None => name.clone(),
+        },
         id: *id,
+        task,
     }
 }
 
@@ -38,6 +44,7 @@ pub(crate) fn unknown_thread() -> ThreadDesc {
     ThreadDesc {
         name: "<exiting>".to_owned(),
         id: 0,
+        task: None,
     }
 }
 
@@ -401,6 +408,7 @@ pub(crate) fn thread_locks(g: &Graph, snap: &Snapshot, now_ns: u64) -> Option<Th
         thread: ThreadDesc {
             name: id.name,
             id: id.id,
+            task: None,
         },
         os_tid: id.os_tid,
         std_id: id.std_id,
@@ -447,6 +455,16 @@ pub(crate) fn assertion_failed(
         lock: lock.to_owned(),
         site,
         acquired_at: None,
+        held: held(g, st),
+    }
+}
+
+/// A blocking lock `h` still held when task `task`'s poll returned `Pending`.
+pub(crate) fn held_across_await(g: &Graph, st: &ThreadState, h: &HeldLock, task: u64) -> Report {
+    Report::HeldAcrossAwait {
+        thread: thread(st),
+        task,
+        lock: lock(g, h),
         held: held(g, st),
     }
 }

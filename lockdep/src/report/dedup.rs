@@ -169,6 +169,7 @@ pub(crate) fn identity(r: &Report) -> Option<u64> {
             }
         }
         Report::CapacityExhausted { .. } => return None,
+        Report::HeldAcrossAwait { lock, .. } => lock_desc(&mut h, lock),
     }
     Some(h.finish())
 }

@@ -169,8 +169,13 @@ fn deliver_batch(reports: Vec<Report>, unwind: Unwind) {
                 .unwrap_or(0);
             // Relaxed: a statistic.
             DROPPED.fetch_add(left as u64, Ordering::Relaxed);
+            let (reports, were) = if left == 1 {
+                ("report", "was")
+            } else {
+                ("reports", "were")
+            };
             output::write_stderr(&format!(
-                "lockdep: {left} reports caused by a report handler's lock operations were \
+                "lockdep: {left} {reports} caused by a report handler's lock operations {were} \
                  not handed to it (more than {MAX_NESTED_REPORTS} in one delivery)\n"
             ));
             break;

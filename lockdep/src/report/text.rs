@@ -143,8 +143,9 @@ fn chain_link(
 }
 
 /// The one-line legend of the dependency tags of a cycle's chain (see [`DepKind`](crate::DepKind)).
-const TAGS: &str = "([XY]: the earlier lock was held X = E exclusively or S shared (read); the \
-                    later one taken Y = N non-recursively or R as a recursive read)";
+const TAGS: &str = "([XY]: X = how the earlier lock was held: E exclusive, S reader, U upgradable \
+                    read; Y = how the later one was taken: N writer or plain reader, R recursive \
+                    reader, U upgradable read)";
 
 /// A release site as a report shows it: "(guard drop)" for the placeholder of a release
 /// whose site is unknown.
@@ -169,11 +170,6 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     if let Some(d) = c.cycle.first() {
         chain_link(f, 0, d, "being acquired", c.instance_order)?;
     }
-    writeln!(
-        f,
-        "\n[XY]: X = how the held lock was held (E exclusive, S reader, U upgradable read), \
-         Y = how the next was taken (N writer or reader, R recursive reader, U upgradable read)"
-    )?;
     writeln!(f, "\nother info that might help us debug this:\n")?;
     if c.instance_order {
         writeln!(
@@ -372,6 +368,24 @@ impl fmt::Display for Report {
                     thread.id,
                     release_site(site)
                 )?;
+                held_block(f, thread, held)
+            }
+            Report::HeldAcrossAwait {
+                thread, lock, held, ..
+            } => {
+                banner(f, "WARNING: blocking lock held across an await!")?;
+                writeln!(
+                    f,
+                    "{}/{} awaits (its poll returned Pending) while holding a blocking lock:",
+                    thread.name, thread.id
+                )?;
+                lock_line(f, lock)?;
+                writeln!(
+                    f,
+                    "\nthe lock stays held by this OS thread until the task resumes: another \
+                     task polled on it that takes the lock blocks the thread forever."
+                )?;
+                writeln!(f)?;
                 held_block(f, thread, held)
             }
             Report::CapacityExhausted {

@@ -15,6 +15,10 @@ pub struct ThreadDesc {
     pub name: String,
     /// A validator-assigned thread number (unique in the process, never reused).
     pub id: u64,
+    /// The task the thread was polling, if the report was made inside an instrumented poll
+    /// ([`TaskContext::enter`](crate::TaskContext::enter)); `name` then reads
+    /// `task 17 on <thread name>`, so the report names the task where the thread would be.
+    pub task: Option<u64>,
 }
 
 /// One thread's held locks, as another thread saw them: an entry of the all-threads dump
@@ -296,6 +300,23 @@ pub enum Report {
         /// The thread's held locks.
         held: Vec<LockDesc>,
     },
+    /// An instrumented task's poll returned `Pending` while a blocking lock taken during that
+    /// poll was still held: the guard is held across an `.await`. No kernel counterpart (a
+    /// kernel task cannot yield with a spinlock held unnoticed); clippy's `await_holding_lock`
+    /// lint finds the cases visible inside one function. The lock stays held by the OS thread:
+    /// another task polled on that thread that takes it deadlocks the thread, and is reported
+    /// as [`Report::RecursiveLocking`] before it blocks.
+    #[non_exhaustive]
+    HeldAcrossAwait {
+        /// The thread, naming the task (see [`ThreadDesc::task`]).
+        thread: ThreadDesc,
+        /// The task that awaited ([`TaskContext::id`](crate::TaskContext::id)).
+        task: u64,
+        /// The blocking lock still held; its site is where it was acquired.
+        lock: LockDesc,
+        /// The thread's held locks when the poll returned, the task's async locks included.
+        held: Vec<LockDesc>,
+    },
     /// A fixed limit was reached (kernel: "BUG: MAX_LOCKDEP_* too low!"). Unlike the kernel,
     /// the validator keeps running.
     #[non_exhaustive]
@@ -341,11 +362,13 @@ pub enum ReportKind {
     AssertionFailed,
     /// [`Report::CapacityExhausted`].
     CapacityExhausted,
+    /// [`Report::HeldAcrossAwait`].
+    HeldAcrossAwait,
 }
 
 impl ReportKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ReportKind; 10] = [
+    pub const ALL: [ReportKind; 11] = [
         ReportKind::CircularDependency,
         ReportKind::RecursiveLocking,
         ReportKind::MissingNestingAnnotation,
@@ -356,6 +379,7 @@ impl ReportKind {
         ReportKind::KeyMisuse,
         ReportKind::AssertionFailed,
         ReportKind::CapacityExhausted,
+        ReportKind::HeldAcrossAwait,
     ];
 
     /// The position of the kind in [`ALL`](Self::ALL).
@@ -378,6 +402,7 @@ impl std::fmt::Display for ReportKind {
             ReportKind::KeyMisuse => "lock class key misuse",
             ReportKind::AssertionFailed => "lock annotation failed",
             ReportKind::CapacityExhausted => "capacity exhausted",
+            ReportKind::HeldAcrossAwait => "blocking lock held across an await",
         })
     }
 }
@@ -396,6 +421,7 @@ impl Report {
             Report::KeyMisuse { .. } => ReportKind::KeyMisuse,
             Report::AssertionFailed { .. } => ReportKind::AssertionFailed,
             Report::CapacityExhausted { .. } => ReportKind::CapacityExhausted,
+            Report::HeldAcrossAwait { .. } => ReportKind::HeldAcrossAwait,
         }
     }
 
@@ -410,7 +436,8 @@ impl Report {
             | Report::LockHeldAtExit { thread, .. }
             | Report::KeyMisuse { thread, .. }
             | Report::AssertionFailed { thread, .. }
-            | Report::CapacityExhausted { thread, .. } => thread,
+            | Report::CapacityExhausted { thread, .. }
+            | Report::HeldAcrossAwait { thread, .. } => thread,
         }
     }
 

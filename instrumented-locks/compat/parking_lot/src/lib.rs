@@ -15,8 +15,8 @@
 //! This crate is version 0.12.99, so it satisfies every `parking_lot = "0.12"` (and `^0.12.x`)
 //! requirement in the dependency graph; `cargo tree -i parking_lot` shows it in place of the
 //! registry's crate. Crates that ask for parking_lot 0.11 or 0.13 keep those (a patch is per
-//! major version). After adding the line, `cargo update -p parking_lot` if the lockfile pinned
-//! a newer 0.12 release than this.
+//! major version). After adding the line, always run `cargo update -p parking_lot`: a lockfile
+//! that pins any 0.12 release keeps it, and cargo only warns that the patch "was not used".
 //!
 //! Everything a parking_lot 0.12 user can write compiles unchanged: the same items, methods,
 //! trait impls, features (`arc_lock`, `send_guard`, `serde`, `owning_ref`,

@@ -7,8 +7,9 @@
 //! ```
 //!
 //! A name is a class name as reports print it; quotes (with `\"` and `\\`) are needed only
-//! for names containing `->`, ` at `, `#`, a quote or a backslash, starting with `@` or with
-//! spaces around. `@file:line` is every class of locks constructed there. The reason is the
+//! for names containing white space, `->`, `#`, a quote or a backslash, or starting with `@`.
+//! (An unquoted name with a space is an error rather than a name, because it is far more
+//! often a missing arrow: `circular: a b` for `circular: a -> b`.) `@file:line` is every class of locks constructed there. The reason is the
 //! line's trailing comment, or else the comment lines directly above it. A bad line gives an
 //! error with its number and is skipped; the other lines still count.
 
@@ -169,6 +170,11 @@ fn class(text: &str) -> Result<ClassRef, String> {
         Designator::Name(unquote(quoted)?)
     } else if let Some(site) = designator.strip_prefix('@') {
         Designator::Constructed(SiteSpec::parse(site)?)
+    } else if designator.contains(char::is_whitespace) {
+        return Err(format!(
+            "`{designator}`: a class name with a space must be quoted (\"{designator}\"); \
+             for a dependency between two classes write `->` between them"
+        ));
     } else {
         Designator::Name(designator.to_owned())
     };
@@ -299,6 +305,7 @@ any: \"fn() -> u8\" -> stats
             "circular: a at nowhere -> b",
             "circular: @src/x.rs -> b",
             "accounts -> ledger",
+            "circular: A B",
         ] {
             let lines = parse(bad);
             assert_eq!(lines.len(), 1, "{bad}");

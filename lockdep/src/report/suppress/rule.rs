@@ -139,6 +139,7 @@ fn needs_quotes(name: &str) -> bool {
     name.is_empty()
         || name.trim() != name
         || name.starts_with('@')
+        || name.contains(char::is_whitespace)
         || ["->", " at ", "#", "\"", "\\"]
             .iter()
             .any(|s| name.contains(s))
