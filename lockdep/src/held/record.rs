@@ -399,7 +399,7 @@ impl Record {
     /// A slot that already holds exactly this entry (the same lock re-taken at the same
     /// depth, the usual case in a loop) is left alone: a reader of it cannot see a change,
     /// so only the depth is stored.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pushed(&self, i: usize, h: &HeldLock) {
         if i < CHUNK {
             let s = &self.chunk.slots[i];

@@ -186,8 +186,10 @@ impl ThreadState {
         }
     }
 
-    /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since.
-    #[inline]
+    /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since. Always
+    /// inlined: it is the fast path's only write (out of line, the entry is spilled and
+    /// copied once more).
+    #[inline(always)]
     pub fn push(&mut self, next: Next) {
         debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
         let Next { entry, .. } = next;
