@@ -82,6 +82,11 @@ struct ChurnArgs {
     /// Make the traffic take two queue locks in opposite orders once (lockdep reports it).
     #[arg(long)]
     inject_inversion: bool,
+    /// Also collect lockdep's per-class contention statistics over the measured rounds and
+    /// print them after the results (the kernel's /proc/lock_stat: acquisitions,
+    /// contentions, wait and hold times, top contended sites).
+    #[arg(long)]
+    lock_stat: bool,
 }
 
 fn main() {
@@ -190,6 +195,10 @@ fn churn(args: ChurnArgs) -> i32 {
         },
         WaitMode::Hazptr,
     );
+    if args.lock_stat {
+        lockdep::reset_lock_stat();
+        lockdep::set_lock_stat(true);
+    }
     let mut results: Vec<report::ModeRounds> = modes
         .iter()
         .map(|&mode| report::ModeRounds {
@@ -216,6 +225,10 @@ fn churn(args: ChurnArgs) -> i32 {
         cpus,
     };
     print!("{}", report::text(&setup, &results, &notes));
+    if args.lock_stat {
+        lockdep::set_lock_stat(false);
+        print!("\n{}", lockdep::lock_stat());
+    }
     let mut code = 0;
     let written = [
         json_out.map(|o| o.write(&report::json(&setup, &results, &notes))),

@@ -261,6 +261,31 @@ fn injected_inversion_is_reported() {
 }
 
 #[test]
+fn lock_stat_is_printed_only_when_asked() {
+    let mut args = SMALL.to_vec();
+    args.extend(["--wait", "hazptr"]);
+    let out = demo(&args);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!stdout(&out).contains("lock_stat version"));
+    args.push("--lock-stat");
+    let out = demo(&args);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    let table = &text[text.find("lock_stat version").expect("the lock_stat table")..];
+    assert!(
+        table.contains("acquisitions") && table.contains("holdtime-max"),
+        "{table}"
+    );
+    // At least one class was acquired during the measured rounds.
+    let rows = table
+        .lines()
+        .skip(3)
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(rows >= 1, "{table}");
+}
+
+#[test]
 fn json_and_svg_are_written_only_when_asked() {
     let dir = scratch("files");
     let json_path = dir.join("churn.json");

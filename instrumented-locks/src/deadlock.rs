@@ -28,10 +28,62 @@
 //! lock to the thread that took it), as in parking_lot.
 //!
 //! `check_deadlock() -> Vec<Vec<_>>`: one inner `Vec` per cycle, one element per thread in it,
-//! with `thread_id() -> std::thread::ThreadId` and `backtrace()` (where the thread parked).
+//! with `thread_id() -> std::thread::ThreadId` and `backtrace()`: with `validate`, lockdep's
+//! view of the thread (its held locks, their classes and sites, and the lock it waits for,
+//! from [`lockdep::deadlocks_now`]); without it, parking_lot_core's (the stack where the
+//! thread parked). The watchdog ([`lockdep::start_watchdog`]) runs the same check from a
+//! thread of its own.
 
-#[cfg(feature = "deadlock_detection")]
+#[cfg(all(feature = "deadlock_detection", not(feature = "validate")))]
 pub use parking_lot_core::deadlock::check_deadlock;
+
+/// One thread of a deadlock [`check_deadlock`] found (with `validate`): its `std` id and,
+/// in place of parking_lot's backtrace, what lockdep knows of it: every lock it holds with
+/// its class and acquisition site, and the lock it waits for.
+#[cfg(all(feature = "deadlock_detection", feature = "validate"))]
+#[derive(Clone, Debug)]
+pub struct DeadlockedThread {
+    thread_id: std::thread::ThreadId,
+    locks: lockdep::ThreadLocks,
+}
+
+#[cfg(all(feature = "deadlock_detection", feature = "validate"))]
+impl DeadlockedThread {
+    /// The thread's id.
+    pub fn thread_id(&self) -> std::thread::ThreadId {
+        self.thread_id
+    }
+
+    /// The thread's held locks and the lock it waits for (parking_lot returns the stack
+    /// trace where the thread parked; `Debug` and `Display` print these instead).
+    pub fn backtrace(&self) -> &lockdep::ThreadLocks {
+        &self.locks
+    }
+}
+
+/// The deadlocks happening now: one inner `Vec` per cycle of threads blocked on each other's
+/// locks, one element per thread (parking_lot's `deadlock::check_deadlock`). With `validate`
+/// this is lockdep's detector ([`lockdep::deadlocks_now`]): the threads' held-lock records,
+/// each cycle checked twice so that a cycle seen across two moments is never reported, and
+/// each thread with its lock names and sites. Each call reports every deadlock that is
+/// happening (parking_lot reports each once). Thread-safe; no polling thread of its own.
+#[cfg(all(feature = "deadlock_detection", feature = "validate"))]
+pub fn check_deadlock() -> Vec<Vec<DeadlockedThread>> {
+    lockdep::deadlocks_now()
+        .into_iter()
+        .map(|d| {
+            d.threads
+                .into_iter()
+                .filter_map(|t| {
+                    Some(DeadlockedThread {
+                        thread_id: t.std_id?,
+                        locks: t,
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
 
 #[cfg(all(feature = "deadlock_detection", feature = "send_guard"))]
 compile_error!("the `send_guard` and `deadlock_detection` features cannot be used together");

@@ -112,8 +112,20 @@
 //! enable in lock_api or parking_lot: a held lock belongs to the thread that took it.
 //! [`thread::spawn`] models joins, so that joining, under lock `A`, a thread that takes `A` is
 //! reported. With `send_guard`, guards are `Send`; a guard dropped on another thread unlocks
-//! there with no report, and the thread that took it applies the release when it next takes
-//! that lock (lockdep's held stacks are per thread; see the limits below).
+//! there with no report, and ownership moves in the validator ([`lockdep::release_from`]):
+//! the entry leaves the acquiring thread's held stack exactly, before that thread's next lock
+//! operation, so the locks it takes afterwards get no dependency from it, re-taking it is not
+//! recursive locking, and the acquiring thread may exit first (lockdep is told that guards
+//! are movable, so locks held at its exit are not reported: their guards may live on).
+//!
+//! **Blocking**: a blocking acquisition is validated first, then tries the raw lock; only if
+//! that fails does it tell lockdep that the thread waits ([`lockdep::lock_contended`], then
+//! [`lockdep::lock_acquired`]), so the all-threads dump ([`lockdep::all_held_locks`]), the
+//! hung-lock watchdog ([`lockdep::start_watchdog`], `examples/watchdog.rs`) and lock_stat
+//! ([`lockdep::set_lock_stat`]) see who waits for what. A condvar's re-lock inside its wait is
+//! not announced. **Destroying a locked lock** (a forgotten guard) is reported for every
+//! thread that holds it ([`lockdep::check_held_lock_freed`]); an unlocked lock's drop costs
+//! one load of its state.
 //!
 //! # Async
 //!
@@ -192,10 +204,11 @@
 //!   `mem::forget` of a guard followed by moving the lock loses track of it.
 //! - Locking through `raw()` is not seen. `force_unlock*` releases the entry a forgotten
 //!   guard left, if this thread has one.
-//! - With `send_guard`, a guard dropped on another thread leaves its entry on the acquiring
-//!   thread's held stack until that thread takes the lock again: meanwhile that thread's
-//!   other acquisitions get a dependency from it, re-taking the lock while the guard is still
-//!   away is reported as recursive locking, and exiting first as a lock held at exit.
+//! - With `send_guard`, a guard's lock stays on the acquiring thread's held stack while the
+//!   guard is away (until it is dropped): the locks that thread takes meanwhile depend on it.
+//!   A thread holding a guard that another thread acquired has no entry for it (lockdep does
+//!   not know when a guard moves, only where it is dropped), and locks held at the exit of a
+//!   thread are not reported once guards are movable (a leaked guard included).
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

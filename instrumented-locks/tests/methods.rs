@@ -60,7 +60,8 @@ fn make_guard_unchecked_adopts_a_forgotten_entry_and_nothing_else() {
 
 /// A leaked guard's lock stays locked for good, and held by this thread for lockdep: a
 /// timed re-lock is reported as recursive locking (it would wait for itself), and the thread
-/// exits holding it.
+/// exits holding it (not reported with `send_guard`: guards are movable then, and a lock held
+/// at exit may be a guard that lives on elsewhere).
 #[test]
 fn leak_keeps_the_entry() {
     let _h = start();
@@ -69,7 +70,11 @@ fn leak_keeps_the_entry() {
         *MutexGuard::leak(m.lock()) += 1;
         assert!(m.try_lock_for(SHORT).is_none());
     });
-    assert_reports!(Report::RecursiveLocking(_), Report::LockHeldAtExit { .. });
+    if cfg!(feature = "send_guard") {
+        assert_reports!(Report::RecursiveLocking(_));
+    } else {
+        assert_reports!(Report::RecursiveLocking(_), Report::LockHeldAtExit { .. });
+    }
 }
 
 /// `bump` and `unlocked_fair` release the lock and take it again: the re-lock is validated

@@ -1,7 +1,9 @@
 //! Guards and threads: `!Send` by the crate's own marker unless `send_guard` is on; with it,
 //! a guard dropped on another thread unlocks there with no report on either thread, and the
-//! acquiring thread re-locks the lock afterwards without a false "recursive locking". (Until
-//! it does, its held stack keeps the entry: see the crate docs' limits.)
+//! lock leaves the acquiring thread's held stack exactly (before that thread's next lock
+//! operation): no "bad unlock balance", no "recursive locking" when it re-locks, no
+//! dependency from the moved lock to the locks it takes next, and no "lock held when thread
+//! exits" if it exits while the guard lives on elsewhere.
 
 mod common;
 
@@ -105,5 +107,72 @@ mod send {
         drop(a.lock());
         assert_reports!();
         assert_eq!(lockdep::held_count(), 0);
+    }
+
+    fn depends(from: &str, to: &str) -> bool {
+        lockdep::dependencies()
+            .iter()
+            .any(|d| d.from == from && d.to == to)
+    }
+
+    /// An executor's task takes M on one worker, awaits, resumes on another worker and
+    /// unlocks M there; meanwhile another task on the first worker takes N. M is not held by
+    /// the first worker any more: no M -> N dependency, no report.
+    #[test]
+    fn a_guard_released_elsewhere_leaves_the_acquiring_stack_exactly() {
+        let _h = start();
+        let m = Mutex::named(0, "task M");
+        let k = Mutex::named(0, "worker K");
+        let n = Mutex::named(0, "task N");
+        let gk = k.lock();
+        let gm = m.lock();
+        assert_eq!(lockdep::held_count(), 2);
+        std::thread::scope(|s| {
+            s.spawn(move || drop(gm)).join().unwrap();
+        });
+        // Exactly M left: K is still held here, and the locks taken now depend on K only.
+        assert_eq!(lockdep::held_count(), 1);
+        assert!(lockdep::is_held(k.lock_map().unwrap()));
+        assert!(!lockdep::is_held(m.lock_map().unwrap()));
+        drop(n.lock());
+        assert!(depends("worker K", "task N"));
+        assert!(
+            !depends("task M", "task N"),
+            "{:#?}",
+            lockdep::dependencies()
+        );
+        drop(gk);
+        assert_eq!(lockdep::held_count(), 0);
+        assert_reports!();
+    }
+
+    /// The acquiring thread exits while the guard it sent lives on; the receiver releases
+    /// it later. Neither the exit nor the release is reported.
+    #[test]
+    fn the_acquiring_thread_may_exit_before_the_guard_is_released() {
+        let _h = start();
+        let m = Mutex::named(0, "outliving");
+        std::thread::scope(|s| {
+            let g = s.spawn(|| m.lock()).join().unwrap();
+            assert_reports!();
+            drop(g);
+        });
+        assert_reports!();
+        // The lock is free and this thread's stack is clean.
+        drop(m.lock());
+        assert_eq!(lockdep::held_count(), 0);
+        assert_reports!();
+    }
+
+    /// A guard that goes there and back: sent to a thread, sent back, dropped at home.
+    #[test]
+    fn a_guard_sent_back_home_releases_normally() {
+        let _h = start();
+        let m = Mutex::named(0, "boomerang");
+        let g = m.lock();
+        let g = std::thread::scope(|s| s.spawn(move || g).join().unwrap());
+        drop(g);
+        assert_eq!(lockdep::held_count(), 0);
+        assert_reports!();
     }
 }

@@ -33,6 +33,9 @@ pub(crate) enum Rank {
     KeySwitch,
     /// The graph lock (`graph_lock`).
     Graph,
+    /// The shared held-lock records' table, and the forking thread's own record
+    /// (`held::record`): its mailbox is posted to under the graph lock.
+    Records,
     /// The reporting policy (`report::policy`).
     Policy,
     /// The table of reports already delivered (`report::dedup`).
@@ -46,7 +49,7 @@ pub(crate) enum Rank {
     Output,
 }
 
-const RANKS: usize = 7;
+const RANKS: usize = 8;
 
 /// What a lock's module does around a fork. Each function runs on the forking thread (or, for
 /// `child`, on the child's only thread, which is its copy).

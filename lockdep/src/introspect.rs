@@ -193,5 +193,6 @@ pub fn reset() {
         chain::clear();
     }
     report::forget_delivered();
+    report::recent::clear();
     with_state(|st| st.clear());
 }

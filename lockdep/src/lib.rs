@@ -22,7 +22,9 @@
 //! | successful `try_upgrade` | [`set_held_mode`]`(map, Mode::Exclusive)` |
 //! | a lock the validator must not check | [`LockMap::novalidate`] |
 //! | a guard moved to another thread | [`detach`] on the old thread, [`DetachedLock::attach`] on the new one |
-//! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`] |
+//! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`]; if the raw lock is still locked, [`check_held_lock_freed`] first (other threads' holders) |
+//! | a blocking acquisition that must wait (the raw try failed) | [`lock_contended`] before blocking, [`lock_acquired`] after |
+//! | a guard released on another thread than its acquirer | [`current_holder`] when acquiring, [`release_from`] when releasing; [`set_guards_movable`] |
 //! | async lock (a future that may wait) | [`task_acquire`] before the lock's future is first polled, [`task_release`] with its token on release or cancellation, [`task_set_held_mode`] for a downgrade |
 //! | a poll of a task (an executor's, or an instrumented future's) | [`TaskContext::enter`] before, [`PollScope::exit`]`(pending)` after |
 //!
@@ -243,6 +245,36 @@
 //! - **Each distinct report is printed once** (see above), the offending dependency of a cycle
 //!   is not recorded, and the validator never turns itself off.
 //!
+//! # Other threads' held locks
+//!
+//! Each thread's held stack has a copy that any thread can read, the thread's *record*: the
+//! owner writes its own record (guarded by a sequence counter, a seqlock, so a push costs a
+//! few plain stores on the owner's cache line and a pop one), and a reader copies it and
+//! retries if the owner was writing. Other threads never write a stack: they post a request (drop this
+//! entry: its guard was released here; forget this lock: it was freed) to the owner's mailbox,
+//! which the owner applies at its next lock operation (one relaxed load of a flag on its line).
+//! On the records:
+//!
+//! - **The all-threads dump** ([`all_held_locks`], [`show_all_locks`], [`dump_on_signal`]): every
+//!   thread's held locks with class, instance, mode and site, and the lock it waits for; text in
+//!   the layout of the kernel's `debug_show_all_locks()`.
+//! - **Cross-thread checks**: unregistering a [`DynamicKey`] while *any* thread holds a lock of
+//!   it ([`KeyMisuse::UnregisterWhileHeld`], naming the holders), and a lock destroyed while
+//!   another thread holds it ([`check_held_lock_freed`]); the holder's later operations see no
+//!   stale entry.
+//! - **Moving guards** ([`release_from`]): the entry of a lock released on another thread than
+//!   its acquirer leaves the acquirer's stack exactly.
+//! - **The hung-lock watchdog** ([`start_watchdog`], [`WATCHDOG_ENV`]) and [`deadlocks_now`]:
+//!   wait-for chains from the waits the wrappers announce ([`lock_contended`]), a cycle reported
+//!   as a deadlock happening now, with the potential report of the same classes made earlier.
+//! - **lock_stat** ([`set_lock_stat`], [`lock_stat`]): per-class acquisitions, contentions, wait
+//!   and hold times (the kernel's `/proc/lock_stat`); off, one relaxed load per acquire and
+//!   release.
+//!
+//! The record is not tied to an OS thread but to a *holding* ([`Holder`]): async tasks that hold
+//! locks across polls will get records of their own, swapped in as the thread's current record
+//! around each poll, so that a task's held locks move with it between worker threads.
+//!
 //! # Dynamic keys and hazard pointers
 //!
 //! [`DynamicKey`]s live in a fixed table of buckets. A lookup ("is this key registered?",
@@ -274,13 +306,16 @@
 //!   the child of a multi-threaded program never inherits one locked by a thread it does not
 //!   have, and the child forgets the hazard pointers of those threads; the child's held stack
 //!   is the forking thread's. A `fork()` from inside [`with_graph_lock_held`] would deadlock.
-//! - Held locks are per thread, except async locks taken in a task's poll
-//!   ([`TaskContext`]): those are the task's, put on the polling thread's stack for each
-//!   poll and taken off after it, so they follow the task between threads; a blocking lock a
-//!   task still holds when its poll returns `Pending` is [`Report::HeldAcrossAwait`] and stays
-//!   the thread's. "Unregister while held" and "held lock freed" see only the
-//!   calling thread's locks (a task's between its polls are not seen). A lock map must not move while it is held (guards that borrow the
-//!   lock guarantee this).
+//! - Held locks belong to a thread, which alone changes its stack; other threads read a copy
+//!   (see below) and ask the owner, through a mailbox, to drop entries. At most
+//!   4096 threads hold locks at once with a copy; past that, a thread is validated as usual
+//!   but is invisible to the dump, the watchdog and other threads' checks. Async locks taken
+//!   in a task's poll ([`TaskContext`]) are the task's, put on the polling thread's stack for
+//!   each poll and taken off after it, so they follow the task between threads; a blocking
+//!   lock a task still holds when its poll returns `Pending` is [`Report::HeldAcrossAwait`]
+//!   and stays the thread's. A task's async locks between its polls are in no thread's copy:
+//!   the dump, the watchdog and the cross-thread checks do not see them yet. A lock map must
+//!   not move while it is held (guards that borrow the lock guarantee this).
 //! - Lock–join deadlocks are found only through annotations ([`PseudoLock`]). Lock–condvar
 //!   deadlocks (waiting while holding a lock the notifier needs) are found with condvar
 //!   tracking, off by default ([`set_condvar_tracking`]): a wait may be ended by another
@@ -367,6 +402,14 @@ mod pseudo;
 mod task;
 // Counters, the dependency list, DOT output, reset.
 mod introspect;
+// Opt-in per-class contention statistics (lock_stat).
+mod lock_stat;
+// The hung-lock watchdog and the deadlock-happening-now report.
+mod watchdog;
+// Contended acquisitions: the wait a thread announces while it blocks.
+mod wait;
+// The all-threads dump of held locks.
+mod dump;
 
 use std::panic::Location;
 
@@ -376,7 +419,9 @@ pub use annotate::{
 };
 pub use class::ClassId;
 pub use condvar::{condvar_notify, condvar_wait, set_condvar_tracking, CondvarMap};
+pub use dump::{all_held_locks, dump_on_signal, show_all_locks, AllLocks};
 pub use graph::Trace;
+pub use held::Holder;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,
 };
@@ -385,6 +430,7 @@ pub use keys::{
     LockClassKey,
 };
 pub use limits::{DEFAULT_MAX_DEPTH, KEY_BUCKETS, MAX_CLASSES, MAX_INSTANCE_PAIRS, MAX_SUBCLASSES};
+pub use lock_stat::{lock_stat, reset_lock_stat, set_lock_stat, ClassStat, LockStat, TimeStat};
 pub use map::LockMap;
 pub use mode::{DepKind, Mode};
 pub use nesting::{nesting, set_nesting, Nesting};
@@ -395,7 +441,7 @@ pub use report::{
     EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, Policy, Report,
     ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
     SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TestScope, ThreadDesc,
-    SUPPRESSIONS_ENV,
+    ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
@@ -403,6 +449,11 @@ pub use settings::{
 pub use site::is_guard_drop;
 pub use task::{
     current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext, TaskHeld,
+};
+pub use wait::{lock_acquired, lock_contended};
+pub use watchdog::{
+    deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, Deadlock, HungWait,
+    WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
 };
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
@@ -433,6 +484,9 @@ pub fn acquire(
     site: &'static Location<'static>,
 ) {
     validate::acquire(map, subclass, mode, trylock, nest_lock, site);
+    if lock_stat::on() {
+        lock_stat::acquire(map, subclass);
+    }
 }
 
 /// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
@@ -442,6 +496,9 @@ pub fn acquire(
 /// use [`release_guard`]). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
+    if lock_stat::on() {
+        lock_stat::release(map);
+    }
     if !thread::release_fast(map.instance()) {
         validate::release_general(map, site);
     }
@@ -478,4 +535,57 @@ pub fn might_lock(map: &LockMap, subclass: u8, mode: Mode, site: &'static Locati
 #[track_caller]
 pub fn check_no_locks_freed(addr: *const u8, len: usize) {
     thread::check_no_locks_freed(addr, len, Some(Location::caller()));
+}
+
+/// Checks that no *other* thread holds a lock in `map`, which is being destroyed or
+/// re-initialised while its raw lock is still locked (a lock wrapper's drop knows that; an
+/// unlocked lock cannot be held, so an ordinary drop does not call this). Each thread that
+/// holds it is reported as [`Report::HeldLockFreed`] with
+/// `freed_by` the calling thread, and forgets it at its next lock operation (its later
+/// operations see no stale entry, and its exit reports nothing for it). The calling thread's
+/// own entries are [`check_no_locks_freed`]'s (which [`LockMap`]'s `Drop` calls).
+///
+/// Cost: a copy of every thread's shared record that holds anything. Thread-safe.
+pub fn check_held_lock_freed(map: &LockMap) {
+    let lo = map.instance();
+    thread::check_freed_elsewhere(lo, lo + std::mem::size_of::<LockMap>());
+}
+
+/// The calling thread's current holding of its held-lock record: give it to
+/// [`release_from`] on the thread that releases a lock this thread acquired (a guard sent to
+/// another thread). `None` before this thread's first acquisition (or past the record limit).
+/// Thread-safe; no lock taken.
+pub fn current_holder() -> Option<Holder> {
+    thread::current_holder()
+}
+
+/// Releases a lock that the holding `holder` acquired, from any thread: the ownership of a
+/// held lock moves with a guard sent to another thread and dropped there. On the thread of
+/// `holder` this is [`release_guard`]; on another, the topmost entry of `map` leaves that
+/// thread's held stack, exactly and with no report, before its next lock operation (so locks
+/// it takes afterwards get no dependency from it, and its exit does not report it). Call it
+/// before the raw lock is unlocked, so that a thread that takes the lock next sees the
+/// release. If the holding is over (the thread exited, reporting the lock as held at exit),
+/// nothing happens. Thread-safe; takes the target thread's mailbox mutex.
+pub fn release_from(holder: Option<Holder>, map: &LockMap) {
+    let me = thread::current_holder();
+    match holder {
+        Some(h) if Some(h) != me => {
+            // Whether the entry carried instance pairs is the other thread's secret: the map
+            // learns it may have some, so that its drop forgets them.
+            map.mark_paired();
+            thread::post_release(h, map.instance());
+        }
+        _ => release_guard(map),
+    }
+}
+
+/// Declares that guards may move between threads (a lock wrapper whose guards are `Send`, as
+/// instrumented-locks' `send_guard` feature, declares it at its first acquisition): a thread
+/// that exits while holding locks then reports nothing for them, as their guards may live on
+/// another thread, which releases them later with [`release_from`]. At most a fixed number of
+/// such entries are kept; past it, the exit is reported as usual. Off by default (a lock held
+/// at thread exit is [`Report::LockHeldAtExit`]). Thread-safe.
+pub fn set_guards_movable(movable: bool) {
+    thread::set_movable(movable);
 }

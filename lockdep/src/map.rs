@@ -203,14 +203,18 @@ impl LockMap {
     }
 
     /// Re-initialises the map in place (the kernel's `lockdep_init_map()` on a live lock):
-    /// reports [`Report::HeldLockFreed`](crate::Report::HeldLockFreed) if this thread holds it.
+    /// reports [`Report::HeldLockFreed`](crate::Report::HeldLockFreed) if any thread holds it
+    /// (another thread's holding through a forgotten guard: it forgets the lock at its next
+    /// lock operation). Reads every thread's held-lock record: not for a hot path.
     #[track_caller]
     pub fn reinit(&mut self) {
+        let lo = self as *const LockMap as usize;
         thread::check_no_locks_freed(
             self as *const LockMap as *const u8,
             std::mem::size_of::<LockMap>(),
             Some(Location::caller()),
         );
+        thread::check_freed_elsewhere(lo, lo + std::mem::size_of::<LockMap>());
         self.cache.clear();
         if std::mem::take(self.flags.get_mut()) & PAIRED != 0 {
             graph_lock().graph.forget_instance(self.instance());

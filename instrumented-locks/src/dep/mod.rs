@@ -60,6 +60,3 @@ mod on;
 
 #[cfg(not(feature = "validate"))]
 mod off;
-
-#[cfg(all(feature = "validate", feature = "send_guard"))]
-mod remote;

@@ -52,6 +52,12 @@ impl Dep {
         Track
     }
     #[inline(always)]
+    pub(crate) fn freed_while_locked(&self) {}
+    #[inline(always)]
+    pub(crate) fn contended(&self, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn acquired(&self) {}
+    #[inline(always)]
     pub(crate) fn adopt(&self, _mode: Mode) -> Track {
         Track
     }

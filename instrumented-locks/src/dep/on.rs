@@ -70,7 +70,6 @@ impl Dep {
         if !crate::is_enabled() {
             return Track::NONE;
         }
-        self.settle_remote();
         lockdep_acquire(&self.map, subclass, mode, false, nest, site);
         Track::held(mode, subclass, nest)
     }
@@ -83,9 +82,35 @@ impl Dep {
         if !crate::is_enabled() {
             return Track::NONE;
         }
-        self.settle_remote();
         lockdep_acquire(&self.map, 0, mode, true, None, site);
         Track::held(mode, 0, None)
+    }
+
+    /// The lock is destroyed while its raw lock is locked: lockdep reports the other threads
+    /// that hold it (`lockdep::check_held_lock_freed`; this thread's entries are reported by
+    /// the map's own drop).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn freed_while_locked(&self) {
+        if crate::is_enabled() {
+            lockdep::check_held_lock_freed(&self.map);
+        }
+    }
+
+    /// The acquisition of this lock, validated and on the held stack, found the raw lock
+    /// taken: the thread is about to block (`lockdep::lock_contended`). Out of line: the
+    /// contended path only.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn contended(&self, site: Site) {
+        lockdep::lock_contended(&self.map, site);
+    }
+
+    /// The wait [`contended`](Self::contended) announced is over (`lockdep::lock_acquired`).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn acquired(&self) {
+        lockdep::lock_acquired(&self.map);
     }
 
     /// The state of a guard made for a lock the caller already holds without a guard
@@ -133,14 +158,6 @@ impl Dep {
 
     pub(crate) fn is_held(&self) -> bool {
         lockdep::is_held(&self.map)
-    }
-
-    /// Applies the releases of this lock's guards that were dropped on other threads since
-    /// this thread took them (`send_guard` only; see `remote`).
-    #[inline(always)]
-    fn settle_remote(&self) {
-        #[cfg(feature = "send_guard")]
-        super::remote::settle(&self.map);
     }
 }
 
@@ -195,12 +212,12 @@ const _: () = assert!(std::mem::align_of::<LockMap>() > TAGS);
 /// held-lock stack, and how to take it again (mode, subclass, nest lock) after a condvar
 /// wait, `unlocked` or `bump`. Written once when the guard is made, read when it drops.
 ///
-/// With `send_guard`, also the thread that holds the entry.
+/// With `send_guard`, also the holding (lockdep's token of the thread) that holds the entry.
 #[derive(Clone, Copy)]
 pub(crate) struct Track {
     word: *const LockMap,
     #[cfg(feature = "send_guard")]
-    home: usize,
+    home: Option<lockdep::Holder>,
 }
 
 // SAFETY: the word is a number or the address of a `LockMap` (which is `Sync`) that the guard
@@ -232,7 +249,7 @@ impl Track {
     pub(crate) const NONE: Track = Track {
         word: ptr::null(),
         #[cfg(feature = "send_guard")]
-        home: 0,
+        home: None,
     };
 
     #[inline]
@@ -249,7 +266,7 @@ impl Track {
         Track {
             word,
             #[cfg(feature = "send_guard")]
-            home: super::remote::this_thread(),
+            home: home(),
         }
     }
 
@@ -308,9 +325,11 @@ impl Track {
 
     #[inline]
     fn release_held(self, dep: &Dep, site: Site) {
+        // A guard sent to another thread: its entry leaves the acquiring thread's held stack
+        // (lockdep applies it there before that thread's next lock operation).
         #[cfg(feature = "send_guard")]
-        if self.home != super::remote::this_thread() {
-            super::remote::post(self.home, &dep.map);
+        if self.home != lockdep::current_holder() {
+            lockdep::release_from(self.home, &dep.map);
             return;
         }
         lockdep_release(&dep.map, site);
@@ -397,6 +416,16 @@ fn lockdep_acquire(
 #[inline(never)]
 fn lockdep_release(map: &LockMap, site: Site) {
     lockdep::release(map, site);
+}
+
+/// The holding of the calling thread, for a guard's `home`; the first call declares to
+/// lockdep that guards may move between threads (`send_guard`).
+#[cfg(feature = "send_guard")]
+#[inline]
+fn home() -> Option<lockdep::Holder> {
+    static DECLARED: std::sync::Once = std::sync::Once::new();
+    DECLARED.call_once(|| lockdep::set_guards_movable(true));
+    lockdep::current_holder()
 }
 
 /// The site a guard drop reports: a guard's `Drop` cannot be `#[track_caller]`, so lockdep's

@@ -32,6 +32,28 @@ pub(crate) fn tried<G: Tracked>(
     Some(guard)
 }
 
+/// The raw part of a blocking acquisition that was validated (`track`): while lockdep
+/// tracks it, the raw try first, and only if it fails the wait is announced
+/// (`lockdep::lock_contended`, for the watchdog, the dump and lock_stat), the raw lock
+/// blocks, and the end of the wait is announced (`lockdep::lock_acquired`). Untracked, the
+/// raw lock alone, as without validation.
+#[inline(always)]
+pub(crate) fn block(
+    dep: &Dep,
+    track: Track,
+    site: Site,
+    try_lock: impl FnOnce() -> bool,
+    lock: impl FnOnce(),
+) {
+    if !track.is_held() {
+        lock();
+    } else if !try_lock() {
+        dep.contended(site);
+        lock();
+        dep.acquired();
+    }
+}
+
 /// A timed lock: validated as a blocking acquisition that may give up, then `try_lock` (the
 /// raw timed call); a timeout is recorded as a release.
 #[inline(always)]
@@ -100,7 +122,8 @@ pub(crate) fn here() -> Site {
 
 /// The acquiring methods of a lock, one line each: `blocking`, `try` or `timed`, for a
 /// `plain` guard (borrowing the lock) or an `arc` one (owning an `Arc` of it), in lockdep
-/// mode `$mode`, with the raw call `|r| $call`. Each lock implements the three helpers the
+/// mode `$mode`, with the raw call `|r| $call` (and, for `blocking`, the raw try of the same
+/// kind after it, which is tried first: see [`block`]). Each lock implements the three helpers the
 /// bodies call (`blocking_track`, `tried_guard`, `timed_track`), which apply lockdep's rule
 /// for that kind of acquisition (validated before a blocking one, see [`tried`] and
 /// [`timed`] for the others); every method is
@@ -109,26 +132,31 @@ macro_rules! acquisitions {
     ($(
         $(#[$m:meta])*
         $how:ident $flavour:ident $name:ident($($arg:ident: $argty:ty),*)
-            -> $G:ident<$($gen:tt),*> = $mode:expr, |$r:ident| $call:expr;
+            -> $G:ident<$($gen:tt),*> = $mode:expr, |$r:ident| $call:expr
+            $(, |$tr:ident| $try:expr)?;
     )*) => {$(
         $crate::generic::acquisitions!(
             @fn $flavour [$(#[$m])*] $how $name($($arg: $argty),*) -> $G<$($gen),*>
-            = $mode, |$r| $call
+            = $mode, |$r| $call $(, |$tr| $try)?
         );
     )*};
     (@fn plain [$($attr:tt)*] $how:ident $name:ident($($arg:ident: $argty:ty),*)
-        -> $G:ident<$($gen:tt),*> = $mode:expr, |$r:ident| $call:expr) => {
+        -> $G:ident<$($gen:tt),*> = $mode:expr, |$r:ident| $call:expr
+        $(, |$tr:ident| $try:expr)?) => {
         $($attr)*
         #[inline]
         #[track_caller]
         pub fn $name(&self $(, $arg: $argty)*)
             -> $crate::generic::acquisitions!(@ret $how $G<$($gen),*>)
         {
-            $crate::generic::acquisitions!(@body $how self, self, $G, $mode, |$r| $call)
+            $crate::generic::acquisitions!(
+                @body $how self, self, $G, $mode, |$r| $call $(, |$tr| $try)?
+            )
         }
     };
     (@fn arc [$($attr:tt)*] $how:ident $name:ident($($arg:ident: $argty:ty),*)
-        -> $G:ident<$($gen:tt),*> = $mode:expr, |$r:ident| $call:expr) => {
+        -> $G:ident<$($gen:tt),*> = $mode:expr, |$r:ident| $call:expr
+        $(, |$tr:ident| $try:expr)?) => {
         $($attr)*
         #[cfg(feature = "arc_lock")]
         #[inline]
@@ -138,13 +166,15 @@ macro_rules! acquisitions {
         {
             $crate::generic::acquisitions!(
                 @body $how self, std::sync::Arc::clone(self), $G, $mode, |$r| $call
+                $(, |$tr| $try)?
             )
         }
     };
     (@ret blocking $G:ident<$($gen:tt),*>) => { $G<$($gen),*> };
     (@ret $how:ident $G:ident<$($gen:tt),*>) => { Option<$G<$($gen),*>> };
-    (@body blocking $this:ident, $ptr:expr, $G:ident, $mode:expr, |$r:ident| $call:expr) => {
-        $G::new($ptr, $this.blocking_track($mode, 0, None, |$r| $call))
+    (@body blocking $this:ident, $ptr:expr, $G:ident, $mode:expr, |$r:ident| $call:expr,
+        |$tr:ident| $try:expr) => {
+        $G::new($ptr, $this.blocking_track($mode, 0, None, |$tr| $try, |$r| $call))
     };
     (@body try $this:ident, $ptr:expr, $G:ident, $mode:expr, |$r:ident| $call:expr) => {
         $this.tried_guard($mode, |$r| $call, |t| $G::new($ptr, t))
@@ -162,19 +192,27 @@ pub(crate) use acquisitions;
 /// ([`timed`]).
 macro_rules! raw_helpers {
     ($raw:ident) => {
-        #[inline]
+        // Always inlined: the two raw calls must fold into the caller's `lock()` (as one call
+        // of lockdep and the raw lock's fast path), or every acquisition pays a call here.
+        #[inline(always)]
         #[track_caller]
         fn blocking_track(
             &self,
             mode: lockdep::Mode,
             subclass: u8,
             nest: Option<&lockdep::LockMap>,
+            try_lock: impl FnOnce(&R) -> bool,
             lock: impl FnOnce(&R),
         ) -> $crate::dep::Track {
-            let track = self
-                .dep
-                .acquire(mode, subclass, nest, $crate::generic::here());
-            lock(self.$raw());
+            let site = $crate::generic::here();
+            let track = self.dep.acquire(mode, subclass, nest, site);
+            $crate::generic::block(
+                &self.dep,
+                track,
+                site,
+                || try_lock(self.$raw()),
+                || lock(self.$raw()),
+            );
             track
         }
 

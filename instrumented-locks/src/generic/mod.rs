@@ -48,7 +48,9 @@ pub use remutex::ArcReentrantMutexGuard;
 #[cfg(feature = "arc_lock")]
 pub use rwlock_guards::{ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard};
 
-pub(crate) use acquire::{acquisitions, here, raw_helpers, timed, tried, unlocked, Defer, Tracked};
+pub(crate) use acquire::{
+    acquisitions, block, here, raw_helpers, timed, tried, unlocked, Defer, Tracked,
+};
 pub(crate) use guard::{
     guard_core, guard_impls, guard_mut, guard_stable, mapped_guard, projections,
 };

@@ -29,14 +29,14 @@ use crate::HeldGuard;
 ///
 /// Size: `lock_api::Mutex<R, T>` plus a [`LockMap`](lockdep::LockMap) with the `validate` feature, exactly
 /// `lock_api::Mutex<R, T>` without it. `Send`/`Sync` like `lock_api::Mutex<R, T>`.
-pub struct Mutex<R, T: ?Sized> {
+pub struct Mutex<R: RawMutex, T: ?Sized> {
     dep: Dep,
     inner: lock_api::Mutex<R, T>,
 }
 
 lock_surface!(Mutex<R: RawMutex>, "Mutex", lock);
 
-impl<R, T> Mutex<R, T> {
+impl<R: RawMutex, T> Mutex<R, T> {
     /// A new unlocked mutex over the raw mutex `raw_mutex` (`lock_api::Mutex::from_raw`);
     /// class as for [`new`](Self::new).
     #[inline]
@@ -88,12 +88,12 @@ impl<R: RawMutex, T: ?Sized> Mutex<R, T> {
         ///
         /// Panics only if lockdep's policy is `Policy::Panic` and the acquisition is reported
         /// (before anything is locked).
-        blocking plain lock() -> MutexGuard<'_, R, T> = Mode::Exclusive, |r| r.lock();
+        blocking plain lock() -> MutexGuard<'_, R, T> = Mode::Exclusive, |r| r.lock(), |r| r.try_lock();
         /// Tries to lock without blocking; only a success is recorded (lockdep's trylock
         /// rule: nothing depends on it, since it cannot wait).
         try plain try_lock() -> MutexGuard<'_, R, T> = Mode::Exclusive, |r| r.try_lock();
         /// [`lock`](Self::lock) through an `Arc`: the guard owns a clone of the `Arc`.
-        blocking arc lock_arc() -> ArcMutexGuard<R, T> = Mode::Exclusive, |r| r.lock();
+        blocking arc lock_arc() -> ArcMutexGuard<R, T> = Mode::Exclusive, |r| r.lock(), |r| r.try_lock();
         /// [`try_lock`](Self::try_lock) through an `Arc`.
         try arc try_lock_arc() -> ArcMutexGuard<R, T> = Mode::Exclusive, |r| r.try_lock();
     }
@@ -106,7 +106,7 @@ impl<R: RawMutex, T: ?Sized> Mutex<R, T> {
     pub fn lock_nested(&self, subclass: u8) -> MutexGuard<'_, R, T> {
         MutexGuard::new(
             self,
-            self.blocking_track(Mode::Exclusive, subclass, None, R::lock),
+            self.blocking_track(Mode::Exclusive, subclass, None, R::try_lock, R::lock),
         )
     }
 
@@ -117,7 +117,7 @@ impl<R: RawMutex, T: ?Sized> Mutex<R, T> {
     #[inline]
     #[track_caller]
     pub fn lock_nest_lock<'a>(&'a self, outer: &'a impl HeldGuard) -> MutexGuard<'a, R, T> {
-        let track = self.blocking_track(Mode::Exclusive, 0, outer.lock_map(), R::lock);
+        let track = self.blocking_track(Mode::Exclusive, 0, outer.lock_map(), R::try_lock, R::lock);
         MutexGuard::new(self, track)
     }
 

@@ -19,7 +19,8 @@ use lock_api::{GetThreadId, GuardNoSend, RawMutex, RawMutexFair, RawMutexTimed};
 use lockdep::{LockMap, Mode};
 
 use super::{
-    acquisitions, guard_core, here, lock_surface, mapped_guard, projections, timed, tried, Tracked,
+    acquisitions, block, guard_core, here, lock_surface, mapped_guard, projections, timed, tried,
+    Tracked,
 };
 use crate::dep::{Dep, DepRef, Held, Track};
 
@@ -40,14 +41,14 @@ fn took<Guard>(guard: Option<Guard>) -> bool {
 ///
 /// Size: `lock_api::ReentrantMutex<R, G, T>` plus a [`LockMap`](lockdep::LockMap) with `validate`, exactly
 /// that without it.
-pub struct ReentrantMutex<R, G, T: ?Sized> {
+pub struct ReentrantMutex<R: RawMutex, G: GetThreadId, T: ?Sized> {
     dep: Dep,
     inner: Inner<R, G, T>,
 }
 
 lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock);
 
-impl<R, G, T> ReentrantMutex<R, G, T> {
+impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     /// A new unlocked mutex over `raw_mutex` and `get_thread_id`
     /// (`lock_api::ReentrantMutex::from_raw`); class as for [`new`](Self::new).
     #[inline]
@@ -72,21 +73,29 @@ impl<R, G, T> ReentrantMutex<R, G, T> {
 
 impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     /// A blocking acquisition: validated (and tracked) only if it is the thread's outermost.
-    #[inline]
+    #[inline(always)]
     #[track_caller]
     fn blocking_track(
         &self,
         mode: Mode,
         subclass: u8,
         nest: Option<&LockMap>,
+        try_lock: impl FnOnce(&Inner<R, G, T>) -> bool,
         lock: impl FnOnce(&Inner<R, G, T>),
     ) -> Track {
+        let site = here();
         let track = if self.inner.is_owned_by_current_thread() {
             Track::NONE
         } else {
-            self.dep.acquire(mode, subclass, nest, here())
+            self.dep.acquire(mode, subclass, nest, site)
         };
-        lock(&self.inner);
+        block(
+            &self.dep,
+            track,
+            site,
+            || try_lock(&self.inner),
+            || lock(&self.inner),
+        );
         track
     }
 
@@ -149,13 +158,13 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         /// Locks, blocking unless this thread already owns the mutex. The outermost lock is
         /// validated before it can block.
         blocking plain lock() -> ReentrantMutexGuard<'_, R, G, T>
-            = Mode::Exclusive, |m| forget(m.lock());
+            = Mode::Exclusive, |m| forget(m.lock()), |m| took(m.try_lock());
         /// Tries to lock without blocking; an outermost success is recorded as a trylock.
         try plain try_lock() -> ReentrantMutexGuard<'_, R, G, T>
             = Mode::Exclusive, |m| took(m.try_lock());
         /// [`lock`](Self::lock) through an `Arc`.
         blocking arc lock_arc() -> ArcReentrantMutexGuard<R, G, T>
-            = Mode::Exclusive, |m| forget(m.lock());
+            = Mode::Exclusive, |m| forget(m.lock()), |m| took(m.try_lock());
         /// [`try_lock`](Self::try_lock) through an `Arc`.
         try arc try_lock_arc() -> ArcReentrantMutexGuard<R, G, T>
             = Mode::Exclusive, |m| took(m.try_lock());
@@ -166,7 +175,13 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     #[inline]
     #[track_caller]
     pub fn lock_nested(&self, subclass: u8) -> ReentrantMutexGuard<'_, R, G, T> {
-        let track = self.blocking_track(Mode::Exclusive, subclass, None, |m| forget(m.lock()));
+        let track = self.blocking_track(
+            Mode::Exclusive,
+            subclass,
+            None,
+            |m| took(m.try_lock()),
+            |m| forget(m.lock()),
+        );
         ReentrantMutexGuard::new(self, track)
     }
 

@@ -37,14 +37,14 @@ use crate::HeldGuard;
 ///
 /// Size: `lock_api::RwLock<R, T>` plus a [`LockMap`](lockdep::LockMap) with `validate`, exactly
 /// `lock_api::RwLock<R, T>` without it.
-pub struct RwLock<R, T: ?Sized> {
+pub struct RwLock<R: RawRwLock, T: ?Sized> {
     pub(super) dep: Dep,
     pub(super) inner: lock_api::RwLock<R, T>,
 }
 
 lock_surface!(RwLock<R: RawRwLock>, "RwLock", read);
 
-impl<R, T> RwLock<R, T> {
+impl<R: RawRwLock, T> RwLock<R, T> {
     /// A new unlocked lock over the raw lock `raw_rwlock` (`lock_api::RwLock::from_raw`);
     /// class as for [`new`](Self::new).
     #[inline]
@@ -81,19 +81,19 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     acquisitions! {
         /// Shared access that may queue behind a waiting writer (lockdep `Read`), validated
         /// before it can block.
-        blocking plain read() -> RwLockReadGuard<'_, R, T> = Mode::Read, |r| r.lock_shared();
+        blocking plain read() -> RwLockReadGuard<'_, R, T> = Mode::Read, |r| r.lock_shared(), |r| r.try_lock_shared();
         /// Exclusive access (lockdep `Exclusive`), validated before it can block.
-        blocking plain write() -> RwLockWriteGuard<'_, R, T> = Mode::Exclusive, |r| r.lock_exclusive();
+        blocking plain write() -> RwLockWriteGuard<'_, R, T> = Mode::Exclusive, |r| r.lock_exclusive(), |r| r.try_lock_exclusive();
         /// Non-blocking [`read`](Self::read); only a success is recorded.
         try plain try_read() -> RwLockReadGuard<'_, R, T> = Mode::Read, |r| r.try_lock_shared();
         /// Non-blocking [`write`](Self::write); only a success is recorded.
         try plain try_write() -> RwLockWriteGuard<'_, R, T>
             = Mode::Exclusive, |r| r.try_lock_exclusive();
         /// [`read`](Self::read) through an `Arc`.
-        blocking arc read_arc() -> ArcRwLockReadGuard<R, T> = Mode::Read, |r| r.lock_shared();
+        blocking arc read_arc() -> ArcRwLockReadGuard<R, T> = Mode::Read, |r| r.lock_shared(), |r| r.try_lock_shared();
         /// [`write`](Self::write) through an `Arc`.
         blocking arc write_arc() -> ArcRwLockWriteGuard<R, T>
-            = Mode::Exclusive, |r| r.lock_exclusive();
+            = Mode::Exclusive, |r| r.lock_exclusive(), |r| r.try_lock_exclusive();
         /// [`try_read`](Self::try_read) through an `Arc`.
         try arc try_read_arc() -> ArcRwLockReadGuard<R, T> = Mode::Read, |r| r.try_lock_shared();
         /// [`try_write`](Self::try_write) through an `Arc`.
@@ -107,7 +107,13 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     pub fn read_nested(&self, subclass: u8) -> RwLockReadGuard<'_, R, T> {
         RwLockReadGuard::new(
             self,
-            self.blocking_track(Mode::Read, subclass, None, R::lock_shared),
+            self.blocking_track(
+                Mode::Read,
+                subclass,
+                None,
+                R::try_lock_shared,
+                R::lock_shared,
+            ),
         )
     }
 
@@ -115,7 +121,13 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     #[inline]
     #[track_caller]
     pub fn write_nested(&self, subclass: u8) -> RwLockWriteGuard<'_, R, T> {
-        let track = self.blocking_track(Mode::Exclusive, subclass, None, R::lock_exclusive);
+        let track = self.blocking_track(
+            Mode::Exclusive,
+            subclass,
+            None,
+            R::try_lock_exclusive,
+            R::lock_exclusive,
+        );
         RwLockWriteGuard::new(self, track)
     }
 
@@ -125,7 +137,13 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     #[track_caller]
     pub fn write_nest_lock<'a>(&'a self, outer: &'a impl HeldGuard) -> RwLockWriteGuard<'a, R, T> {
         let nest = outer.lock_map();
-        let track = self.blocking_track(Mode::Exclusive, 0, nest, R::lock_exclusive);
+        let track = self.blocking_track(
+            Mode::Exclusive,
+            0,
+            nest,
+            R::try_lock_exclusive,
+            R::lock_exclusive,
+        );
         RwLockWriteGuard::new(self, track)
     }
 
@@ -252,13 +270,13 @@ impl<R: RawRwLockRecursive, T: ?Sized> RwLock<R, T> {
         /// Shared access that blocks only behind a writer holding the lock (lockdep
         /// `RecursiveRead`): a thread that already reads may take it again.
         blocking plain read_recursive() -> RwLockReadGuard<'_, R, T>
-            = Mode::RecursiveRead, |r| r.lock_shared_recursive();
+            = Mode::RecursiveRead, |r| r.lock_shared_recursive(), |r| r.try_lock_shared_recursive();
         /// Non-blocking [`read_recursive`](Self::read_recursive).
         try plain try_read_recursive() -> RwLockReadGuard<'_, R, T>
             = Mode::RecursiveRead, |r| r.try_lock_shared_recursive();
         /// [`read_recursive`](Self::read_recursive) through an `Arc`.
         blocking arc read_arc_recursive() -> ArcRwLockReadGuard<R, T>
-            = Mode::RecursiveRead, |r| r.lock_shared_recursive();
+            = Mode::RecursiveRead, |r| r.lock_shared_recursive(), |r| r.try_lock_shared_recursive();
         /// [`try_read_recursive`](Self::try_read_recursive) through an `Arc`.
         try arc try_read_recursive_arc() -> ArcRwLockReadGuard<R, T>
             = Mode::RecursiveRead, |r| r.try_lock_shared_recursive();
@@ -287,13 +305,13 @@ impl<R: RawRwLockUpgrade, T: ?Sized> RwLock<R, T> {
         /// Upgradable shared access (lockdep `Upgradable`, see the type's docs), validated before
         /// it can block.
         blocking plain upgradable_read() -> RwLockUpgradableReadGuard<'_, R, T>
-            = UPGRADABLE, |r| r.lock_upgradable();
+            = UPGRADABLE, |r| r.lock_upgradable(), |r| r.try_lock_upgradable();
         /// Non-blocking [`upgradable_read`](Self::upgradable_read).
         try plain try_upgradable_read() -> RwLockUpgradableReadGuard<'_, R, T>
             = UPGRADABLE, |r| r.try_lock_upgradable();
         /// [`upgradable_read`](Self::upgradable_read) through an `Arc`.
         blocking arc upgradable_read_arc() -> ArcRwLockUpgradableReadGuard<R, T>
-            = UPGRADABLE, |r| r.lock_upgradable();
+            = UPGRADABLE, |r| r.lock_upgradable(), |r| r.try_lock_upgradable();
         /// [`try_upgradable_read`](Self::try_upgradable_read) through an `Arc`.
         try arc try_upgradable_read_arc() -> ArcRwLockUpgradableReadGuard<R, T>
             = UPGRADABLE, |r| r.try_lock_upgradable();

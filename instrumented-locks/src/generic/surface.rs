@@ -62,10 +62,31 @@ macro_rules! lock_surface {
                 }
             }
 
-            /// Consumes the lock and returns the data.
+            /// Consumes the lock and returns the data. If the lock is still locked (a
+            /// forgotten guard), lockdep hears that it is destroyed while held, as on drop.
             #[inline]
             pub fn into_inner(self) -> T {
-                self.inner.into_inner()
+                let me = std::mem::ManuallyDrop::new(self);
+                if me.inner.is_locked() {
+                    me.dep.freed_while_locked();
+                }
+                // `_dep` drops at the end: the map's own check of this thread's entries.
+                // SAFETY: `me` is never used or dropped again, so each field is moved out
+                // exactly once (the `Drop` of the lock, which only checks, is skipped).
+                let (_dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };
+                inner.into_inner()
+            }
+        }
+
+        /// Destroying a lock whose raw lock is still locked (its guard was forgotten, here or
+        /// on another thread) is reported by lockdep for every thread that holds it; an
+        /// unlocked lock costs one load of the raw lock's state here.
+        impl<$($P: $Bound),+, T: ?Sized> Drop for $Lock<$($P),+, T> {
+            #[inline]
+            fn drop(&mut self) {
+                if self.inner.is_locked() {
+                    self.dep.freed_while_locked();
+                }
             }
         }
 

@@ -4,12 +4,17 @@
 //! - [`entry`]: one held lock, and the chain key it adds.
 //! - [`stack`]: a thread's stack with the bookkeeping that must stay consistent with it (chain
 //!   keys, pin and nest counts); every push, release and clear goes through it.
+//! - [`record`]: the copy of a stack that other threads read (the all-threads dump, the
+//!   cross-thread checks, the watchdog), and the mailbox through which they ask its owner to
+//!   drop entries.
 //!
 //! The thread-local that holds each thread's stack, and the operations that report (release,
 //! freed memory, thread exit), are in [`thread`](crate::thread).
 
 mod entry;
+pub(crate) mod record;
 mod stack;
 
 pub(crate) use entry::HeldLock;
+pub use record::Holder;
 pub(crate) use stack::{Left, ThreadState};

@@ -8,6 +8,7 @@
 use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::record::{self, Identity, Record};
 use super::HeldLock;
 use crate::chain::LocalCache;
 use crate::class::ClassId;
@@ -33,6 +34,14 @@ pub(crate) struct ThreadState {
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
+    /// The copy of the stack other threads read (claimed at the first push; `None` before,
+    /// or past the record limit).
+    record: Option<&'static Record>,
+    /// No record is to be claimed: the record table was full at the last try, or the thread's
+    /// exit check has run (its record was given back; see [`reset_after_exit`]).
+    ///
+    /// [`reset_after_exit`]: ThreadState::reset_after_exit
+    unclaimable: bool,
 }
 
 /// What leaving the stack found on an entry (both zero/false in the usual case).
@@ -72,6 +81,89 @@ impl ThreadState {
             cache: LocalCache::new(),
             pairs: PairCache::new(),
             identity: OnceCell::new(),
+            record: None,
+            unclaimable: false,
+        }
+    }
+
+    /// The state after the thread's exit check gave the record back: claims no record again,
+    /// and keeps no spare room (see [`trim_after_exit`](Self::trim_after_exit)). Entries
+    /// still held stay, so that thread-local destructors that run later can release them.
+    pub(crate) fn reset_after_exit(&mut self) {
+        debug_assert!(self.record.is_none(), "the record was given back");
+        self.unclaimable = true;
+        self.trim_after_exit();
+    }
+
+    /// After an operation of a thread whose exit check ran: no spare room on the stack (so
+    /// the fast path, which never allocates, leaves every operation to the slow path), and no
+    /// memory at all when it is empty.
+    pub(crate) fn trim_after_exit(&mut self) {
+        if self.held.is_empty() {
+            self.held = Vec::new();
+        } else {
+            self.held.shrink_to_fit();
+        }
+    }
+
+    /// The shared record of this stack, if it has one.
+    #[inline]
+    pub fn record(&self) -> Option<&'static Record> {
+        self.record
+    }
+
+    /// Claims a shared record and copies the stack into it (the first push of the thread).
+    #[cold]
+    fn claim_record(&mut self) {
+        if self.unclaimable {
+            return;
+        }
+        let (id, name) = self.identity().clone();
+        let std_id = std::panic::catch_unwind(|| std::thread::current().id()).ok();
+        let identity = Identity {
+            id,
+            name,
+            std_id,
+            os_tid: os_tid(),
+        };
+        self.record = record::claim(identity);
+        match self.record {
+            Some(r) => r.rewrite(0, &self.held),
+            // The table is full: this thread's stack stays private (not in dumps or other
+            // threads' checks), and no later push tries again.
+            None => self.unclaimable = true,
+        }
+    }
+
+    /// Gives the shared record back (thread exit), after the stack was emptied.
+    pub fn give_back_record(&mut self) {
+        if let Some(r) = self.record.take() {
+            r.give_back();
+        }
+    }
+
+    /// Applies what other threads asked of this stack (releases of guards dropped on another
+    /// thread, locks freed elsewhere). One relaxed load when there is nothing.
+    #[inline]
+    pub fn settle(&mut self) {
+        if let Some(r) = self.record {
+            if r.has_mail() {
+                self.apply_mail(r);
+            }
+        }
+    }
+
+    #[cold]
+    fn apply_mail(&mut self, r: &'static Record) {
+        for m in r.take_mail() {
+            while let Some(i) = self.find(m.instance) {
+                // Its pairs are the poster's business (it marks the map, or forgets the
+                // freed instance itself).
+                let _ = self.remove(i);
+                if !m.all {
+                    break;
+                }
+            }
         }
     }
 
@@ -126,11 +218,21 @@ impl ThreadState {
         }
     }
 
-    /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since.
-    #[inline]
+    /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since. Always
+    /// inlined: it is the fast path's only write (out of line, the entry is spilled and
+    /// copied once more).
+    #[inline(always)]
     pub fn push(&mut self, next: Next) {
+        let i = self.held.len();
         let entry = self.account(next);
-        self.held.push(entry);
+        // The shared copy from the entry as it is (in registers), before it moves.
+        if let Some(r) = self.record {
+            r.pushed(i, &entry);
+            self.held.push(entry);
+        } else {
+            self.held.push(entry);
+            self.claim_record();
+        }
     }
 
     /// Whether a push needs no allocation. The fast path pushes only then (with
@@ -147,6 +249,10 @@ impl ThreadState {
     pub fn push_in_room(&mut self, next: Next) {
         let entry = self.account(next);
         let len = self.held.len();
+        // The room came from a `push`, which claimed the record if there is one to claim.
+        if let Some(r) = self.record {
+            r.pushed(len, &entry);
+        }
         self.held.spare_capacity_mut()[0].write(entry);
         // SAFETY: the element at `len` (the first spare slot, within capacity: the indexing
         // above panics otherwise) was just initialized.
@@ -179,6 +285,9 @@ impl ThreadState {
         } else {
             self.held[len - 2].chain_key
         };
+        if let Some(r) = self.record {
+            r.popped(len - 1);
+        }
         true
     }
 
@@ -207,6 +316,9 @@ impl ThreadState {
             // The usual LIFO case: no chain keys to recompute.
             self.held.pop();
             self.top = self.held.last().map_or(0, |h| h.chain_key);
+            if let Some(r) = self.record {
+                r.popped(i);
+            }
         } else {
             self.held.remove(i);
             self.rekey(i);
@@ -287,6 +399,9 @@ impl ThreadState {
         self.top = 0;
         self.marks = 0;
         self.nested = 0;
+        if let Some(r) = self.record {
+            r.rewrite(0, &[]);
+        }
         std::mem::take(&mut self.held)
     }
 
@@ -308,6 +423,23 @@ impl ThreadState {
             e.chain_key = key;
         }
         self.top = key;
+        // Every change but a push and a LIFO pop ends here: the shared copy follows.
+        if let Some(r) = self.record {
+            r.rewrite(i, &self.held);
+        }
+    }
+}
+
+/// The kernel's id of the calling thread, where the platform has one.
+fn os_tid() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` has no preconditions.
+        Some(unsafe { libc::gettid() } as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
     }
 }
 

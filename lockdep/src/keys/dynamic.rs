@@ -165,7 +165,12 @@ impl DynamicKey {
 
     fn unregister_inner(&self, report_unknown: bool, site: &'static Location<'static>) {
         let key = self.key_ref();
-        if thread::holds_key(key) {
+        // Every thread's held locks, through their shared records; the calling thread's own
+        // stack too, in case it has no record (past the record limit).
+        let holders = thread::key_holders(key);
+        if !holders.is_empty() {
+            misuse::report_held(self.name(), site, holders);
+        } else if thread::holds_key(key) {
             misuse::report(KeyMisuse::UnregisterWhileHeld, self.name(), site);
         }
         // Unlink and zap under the graph lock (a class of the key can then never be created

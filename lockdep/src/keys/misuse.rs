@@ -3,7 +3,7 @@
 
 use std::panic::Location;
 
-use crate::report::{self, build, KeyMisuse};
+use crate::report::{self, build, KeyMisuse, Report, ThreadLocks};
 use crate::thread;
 
 type Site = &'static Location<'static>;
@@ -18,4 +18,19 @@ pub(crate) fn report(kind: KeyMisuse, name: &str, site: Site) {
         name,
         site,
     )]);
+}
+
+/// Reports that the key `name` is unregistered at `site` while the threads `holders` hold
+/// locks of it (each with those locks).
+pub(crate) fn report_held(name: &str, site: Site, holders: Vec<ThreadLocks>) {
+    let mut r = build::key_misuse(
+        thread::current_thread(),
+        KeyMisuse::UnregisterWhileHeld,
+        name,
+        site,
+    );
+    if let Report::KeyMisuse { held_by, .. } = &mut r {
+        *held_by = holders;
+    }
+    report::deliver(vec![r]);
 }

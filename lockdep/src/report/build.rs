@@ -9,13 +9,14 @@ use std::panic::Location;
 
 use super::types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    Report, SameClass, ThreadDesc,
+    Report, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
 };
 use crate::class::{ClassId, KeyRef};
 use crate::current_task;
 use crate::graph::edges::{Edge, EdgeSites, Seen};
 use crate::graph::search::Step;
 use crate::graph::{Graph, Trace};
+use crate::held::record::{self, SharedEntry, Snapshot};
 use crate::held::{HeldLock, ThreadState};
 use crate::limits::{MAX_CLASSES, MAX_INSTANCE_PAIRS};
 use crate::mode::{Kind, Mode};
@@ -80,6 +81,7 @@ pub(crate) fn key_misuse(thread: ThreadDesc, kind: KeyMisuse, key: &str, site: S
         kind,
         key: key.to_owned(),
         site,
+        held_by: Vec::new(),
     }
 }
 
@@ -353,7 +355,80 @@ pub(crate) fn held_lock_freed(
         range,
         freed_at,
         held: held(g, st),
+        freed_by: None,
     }
+}
+
+/// The held lock `freed` of another thread (`holder`, whose other locks are `others`) lives
+/// in memory that the calling thread `by` frees.
+pub(crate) fn held_lock_freed_elsewhere(
+    g: &Graph,
+    holder: ThreadLocks,
+    freed: &SharedEntry,
+    range: (usize, usize),
+    by: ThreadDesc,
+) -> Report {
+    Report::HeldLockFreed {
+        thread: holder.thread,
+        lock: shared_lock(g, freed),
+        range,
+        freed_at: None,
+        held: holder.held,
+        freed_by: Some(by),
+    }
+}
+
+// ------------------------------------------------------------------- other threads' stacks
+
+/// One entry of another thread's stack, with its class name.
+pub(crate) fn shared_lock(g: &Graph, e: &SharedEntry) -> LockDesc {
+    let class_name = match g.class(e.class) {
+        Some(c) => c.name.to_string(),
+        None if e.subclass == 0 => e.name.to_owned(),
+        None => format!("{}/{}", e.name, e.subclass),
+    };
+    LockDesc {
+        class: e.class,
+        class_name,
+        instance: e.instance,
+        name: e.named.then_some(e.name),
+        mode: e.mode,
+        trylock: e.trylock,
+        site: e.site,
+        key: g.class(e.class).map(|c| c.key),
+    }
+}
+
+/// A thread's locks as the copy `snap` shows them, or `None` if the thread gave its record
+/// back meanwhile. `now_ns` is the clock of waits ([`record::now_ns`]).
+pub(crate) fn thread_locks(g: &Graph, snap: &Snapshot, now_ns: u64) -> Option<ThreadLocks> {
+    let id = snap.identity()?;
+    let (held, waiting) = snap.split();
+    Some(ThreadLocks {
+        thread: ThreadDesc {
+            name: id.name,
+            id: id.id,
+            task: None,
+        },
+        os_tid: id.os_tid,
+        std_id: id.std_id,
+        held: held.iter().map(|e| shared_lock(g, e)).collect(),
+        waiting: waiting.map(|e| WaitingFor {
+            lock: shared_lock(g, &e),
+            waited: std::time::Duration::from_nanos(
+                now_ns.saturating_sub(snap.wait.map_or(now_ns, |w| w.since_ns)),
+            ),
+        }),
+    })
+}
+
+/// Every thread that holds or waits for a lock, from copies of their records, in record order.
+pub(crate) fn all_threads(g: &Graph, snaps: &[Snapshot]) -> Vec<ThreadLocks> {
+    let now = record::now_ns();
+    snaps
+        .iter()
+        .filter_map(|s| thread_locks(g, s, now))
+        .collect()
 }
 
 /// The thread is exiting with `held` (already taken off its stack).

@@ -107,6 +107,9 @@ fn classify(report: Report) -> Option<Pending> {
     }
     let in_scope = scope::record(&report);
     let deliver = dedup::should_deliver(&report);
+    if deliver {
+        super::recent::keep(&report);
+    }
     if !deliver {
         summary::print_at_exit();
     }

@@ -14,6 +14,7 @@ mod delivery;
 pub(crate) mod episode;
 mod output;
 mod policy;
+pub(crate) mod recent;
 mod scope;
 mod summary;
 mod suppress;
@@ -22,6 +23,7 @@ mod types;
 
 pub(crate) use dedup::clear as forget_delivered;
 pub(crate) use delivery::{deliver, deliver_no_unwind, dropped, made};
+pub(crate) use output::write_stderr;
 pub use policy::{set_policy, Handler, Policy};
 pub use scope::{test_scope, EnteredScope, ScopeHandle, TestScope};
 pub use summary::{print_summary, summary, Summary};
@@ -35,5 +37,5 @@ pub use suppress::{
 };
 pub use types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    Report, ReportKind, SameClass, ThreadDesc,
+    Report, ReportKind, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
 };

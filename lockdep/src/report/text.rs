@@ -8,6 +8,7 @@
 use std::fmt;
 use std::panic::Location;
 
+use super::types::ThreadLocks;
 use super::types::{
     Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, Report, SameClass,
     ThreadDesc,
@@ -276,16 +277,30 @@ impl fmt::Display for Report {
                 range,
                 freed_at,
                 held,
+                freed_by,
             } => {
                 banner(f, "WARNING: held lock freed!")?;
-                writeln!(
-                    f,
-                    "{}/{} is freeing memory {:#x}-{:#x}, with a lock still held there!",
-                    thread.name,
-                    thread.id,
-                    range.0,
-                    range.1.saturating_sub(1)
-                )?;
+                match freed_by {
+                    None => writeln!(
+                        f,
+                        "{}/{} is freeing memory {:#x}-{:#x}, with a lock still held there!",
+                        thread.name,
+                        thread.id,
+                        range.0,
+                        range.1.saturating_sub(1)
+                    )?,
+                    Some(by) => writeln!(
+                        f,
+                        "{}/{} is freeing memory {:#x}-{:#x}, with a lock of {}/{} still held \
+                         there!",
+                        by.name,
+                        by.id,
+                        range.0,
+                        range.1.saturating_sub(1),
+                        thread.name,
+                        thread.id
+                    )?,
+                }
                 match freed_at {
                     Some(site) => writeln!(f, "freed or re-initialised at: {site}")?,
                     None => writeln!(f, "the lock map itself was dropped")?,
@@ -308,6 +323,7 @@ impl fmt::Display for Report {
                 kind,
                 key,
                 site,
+                held_by,
             } => {
                 let title = match kind {
                     KeyMisuse::NotRegistered => "BUG: lock class key has not been registered!",
@@ -325,6 +341,10 @@ impl fmt::Display for Report {
                         f,
                         "maybe the key was dropped or unregistered before this use?"
                     )?;
+                }
+                for t in held_by {
+                    writeln!(f)?;
+                    held_block(f, &t.thread, &t.held)?;
                 }
                 Ok(())
             }
@@ -395,5 +415,22 @@ impl fmt::Display for Report {
                 Ok(())
             }
         }
+    }
+}
+
+/// One thread of an all-threads dump, in the layout of the kernel's `debug_show_all_locks()`:
+/// `2 locks held by name/id:` with a `#i:` line per lock, then the lock it is blocked on.
+pub(crate) fn thread_locks(f: &mut fmt::Formatter<'_>, t: &ThreadLocks) -> fmt::Result {
+    held_block(f, &t.thread, &t.held)?;
+    if let Some(w) = &t.waiting {
+        write!(f, " blocked for {:.3}s on: ", w.waited.as_secs_f64())?;
+        lock_line(f, &w.lock)?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for ThreadLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        thread_locks(f, self)
     }
 }

@@ -21,6 +21,34 @@ pub struct ThreadDesc {
     pub task: Option<u64>,
 }
 
+/// One thread's held locks, as another thread saw them: an entry of the all-threads dump
+/// ([`all_held_locks`](crate::all_held_locks)), of the watchdog's reports, and of the
+/// cross-thread checks.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadLocks {
+    /// The thread.
+    pub thread: ThreadDesc,
+    /// The kernel's id of the thread (`gettid()`), where the platform has one.
+    pub os_tid: Option<u64>,
+    /// The thread's `std` id, if it could be read when the thread first took a lock.
+    pub std_id: Option<std::thread::ThreadId>,
+    /// The locks it holds, bottom first (the one it waits for is not among them).
+    pub held: Vec<LockDesc>,
+    /// The lock it is blocked on, if any.
+    pub waiting: Option<WaitingFor>,
+}
+
+/// A lock a thread is blocked on (a contended acquisition; its site is where it was called).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitingFor {
+    /// The lock.
+    pub lock: LockDesc,
+    /// How long the thread had been waiting when it was seen.
+    pub waited: std::time::Duration,
+}
+
 /// One lock as it appears in a report: held, being acquired or being released.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -227,6 +255,9 @@ pub enum Report {
         freed_at: Option<&'static Location<'static>>,
         /// The thread's held locks, after the freed lock was dropped from them.
         held: Vec<LockDesc>,
+        /// The thread that freed the memory, when it is not `thread` (the holder): see
+        /// [`check_held_lock_freed`](crate::check_held_lock_freed).
+        freed_by: Option<ThreadDesc>,
     },
     /// A thread exited while holding locks (kernel: "lock held when returning to user space").
     #[non_exhaustive]
@@ -247,6 +278,9 @@ pub enum Report {
         key: String,
         /// Where.
         site: &'static Location<'static>,
+        /// For [`KeyMisuse::UnregisterWhileHeld`]: every thread that held locks of the key,
+        /// with those locks (the calling thread included, if it held any). Empty otherwise.
+        held_by: Vec<ThreadLocks>,
     },
     /// A lock annotation did not hold (kernel: `lockdep_assert_held()` and friends).
     #[non_exhaustive]

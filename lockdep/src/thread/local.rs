@@ -5,9 +5,9 @@
 //! it with no lazy-initialization or liveness check ([`with_state_fast`]). The destructor is a
 //! second, zero-sized thread-local ([`ExitCheck`]), registered by every slow-path access
 //! ([`with_state`]). The fast path can only succeed after one: it never grows the held stack,
-//! and the stack starts with no room. At thread exit the check reports what is still held and
-//! frees the state's memory; from then on [`with_state`] answers `None` and nothing more is
-//! tracked on the thread.
+//! and the stack starts with no room. At thread exit the check reports what is still held,
+//! gives the thread's shared record back and frees the state's memory; lock operations in
+//! thread-local destructors that run later are still validated (see `with_state_late`).
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
@@ -22,18 +22,35 @@ struct ExitCheck;
 impl Drop for ExitCheck {
     fn drop(&mut self) {
         // Borrowed for the whole check, so that a lock taken by the report's delivery is not
-        // tracked (`with_state` answers `None` from here on anyway: `EXIT` is destroyed).
+        // tracked.
         STATE.with(|s| {
             let Ok(mut st) = s.try_borrow_mut() else {
                 return;
             };
+            // Releases posted by other threads first: a guard this thread took and another
+            // dropped is not held here.
+            st.settle();
+            let holder = st.record().map(|r| r.holder());
             if !st.entries().is_empty() {
-                let held = st.take_all();
-                let r = build::held_at_exit(&graph_lock().graph, &st, &held);
-                report::deliver_no_unwind(r);
+                let instances = || st.entries().iter().map(|e| e.instance);
+                if holder.is_some_and(|h| super::orphans::orphan(h, instances())) {
+                    // Movable guards: the locks left with their guards, released later
+                    // elsewhere.
+                    st.take_all();
+                } else {
+                    // Reported, and kept: a thread-local destructor that runs after this
+                    // one may still release them (a guard stashed in a thread-local), and
+                    // what it takes meanwhile depends on them.
+                    let held = st.entries().to_vec();
+                    let r = build::held_at_exit(&graph_lock().graph, &st, &held);
+                    report::deliver_no_unwind(r);
+                }
             }
-            // Frees the stack and the thread's name; nothing is pushed again on this thread.
-            drop(std::mem::replace(&mut *st, ThreadState::new()));
+            st.give_back_record();
+            // Frees the stack (if empty) and claims no record again. Later lock operations of
+            // this thread (in thread-local destructors that run after this one) are still
+            // tracked, in the late mode of `with_state`.
+            st.reset_after_exit();
         });
     }
 }
@@ -44,22 +61,47 @@ thread_local! {
     static EXIT: ExitCheck = const { ExitCheck };
 }
 
-/// Runs `f` on this thread's state. Returns `None` (and tracks nothing) once the thread's
-/// exit check has started, or if the state is already borrowed (the validator never calls out
-/// while it holds the borrow, so that would be a signal handler re-entering it). Registers
-/// the exit check on the thread's first call.
+/// Runs `f` on this thread's state. Returns `None` (and tracks nothing) while the thread's exit
+/// check runs, or if the state is already borrowed (the validator never calls out while it
+/// holds the borrow, so that would be a signal handler re-entering it). Registers the exit
+/// check on the thread's first call.
 #[inline]
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    EXIT.try_with(|_| ()).ok()?;
-    with_state_fast(f)
+    if EXIT.try_with(|_| ()).is_ok() {
+        return with_state_fast(f);
+    }
+    with_state_late(f)
 }
 
 /// [`with_state`] without the exit check's registration: for the fast path, which only reads
 /// or shrinks a stack that a [`with_state`] call gave room before. No lazy-initialization
-/// check, no call.
+/// check, no call. Applies the releases other threads posted first (one relaxed load when
+/// there are none).
 #[inline(always)]
 pub(crate) fn with_state_fast<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    STATE.with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s)))
+    STATE.with(|s| {
+        s.try_borrow_mut().ok().map(|mut s| {
+            s.settle();
+            f(&mut s)
+        })
+    })
+}
+
+/// [`with_state`] after the exit check ran: lock operations in thread-local destructors that
+/// run after it are validated like any other (a lock order seen only there is still
+/// reported). The state has no shared record any more, and its stack is kept without spare
+/// room, so every operation comes here (the fast path never finds room) and the memory is
+/// freed whenever the stack is empty: nothing leaks when the thread is gone. Locks still held
+/// when the last destructor ends are not reported.
+#[cold]
+fn with_state_late<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    STATE.with(|s| {
+        s.try_borrow_mut().ok().map(|mut st| {
+            let r = f(&mut st);
+            st.trim_after_exit();
+            r
+        })
+    })
 }
 
 /// The calling thread, for a report that is not about its held locks.

@@ -1,0 +1,113 @@
+//! The all-threads dump: every thread's held locks and the lock it waits for, from any thread
+//! (the kernel's `debug_show_all_locks()`, SysRq-d), as a value, as text, and on a signal.
+
+use std::fmt;
+use std::io;
+
+use crate::graph_lock::graph_lock;
+use crate::report::{self, build, ThreadLocks};
+use crate::thread;
+
+/// Every thread that held or waited for a lock when the dump was taken
+/// ([`all_held_locks`]). Its `Display` is the kernel's layout:
+///
+/// ```text
+/// Showing all locks held in the system:
+/// 2 locks held by worker/3:
+///  #0: 0x55d0c1a0 (accounts), at: src/bank.rs:40:9
+///  #1: 0x55d0c1f0 (ledger), at: src/bank.rs:41:9
+/// 1 lock held by auditor/4:
+///  #0: 0x55d0c2a0 (audit log), at: src/audit.rs:12:5
+///  blocked for 2.001s on: 0x55d0c1a0 (accounts), at: src/audit.rs:13:5
+///
+/// =============================================
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllLocks {
+    /// One entry per thread that held or waited for a lock, in no particular order. Threads
+    /// that hold nothing are left out.
+    pub threads: Vec<ThreadLocks>,
+}
+
+impl AllLocks {
+    /// The threads that hold the lock instance `instance` (its [`LockDesc::instance`]).
+    ///
+    /// [`LockDesc::instance`]: crate::LockDesc::instance
+    pub fn holders_of(&self, instance: usize) -> Vec<&ThreadLocks> {
+        self.threads
+            .iter()
+            .filter(|t| t.held.iter().any(|l| l.instance == instance))
+            .collect()
+    }
+}
+
+impl fmt::Display for AllLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "\nShowing all locks held in the system:")?;
+        for t in &self.threads {
+            write!(f, "{t}")?;
+        }
+        writeln!(f, "\n=============================================")
+    }
+}
+
+/// Every thread's held locks (class, instance, mode and acquisition site) and the lock each
+/// one is blocked on, read from any thread (the kernel's `debug_show_all_locks()`).
+///
+/// Each thread's part is consistent (copied while its owner did not change it; the copy
+/// retries otherwise), but the threads are copied one after the other, so a lock that changes
+/// hands during the dump may show twice or not at all: take it while the threads of interest
+/// are blocked. Takes the graph lock once, for class names. Thread-safe; allocates; never
+/// blocks on a lock the threads being dumped can hold.
+pub fn all_held_locks() -> AllLocks {
+    let snaps = thread::snapshots();
+    let threads = if snaps.is_empty() {
+        Vec::new()
+    } else {
+        build::all_threads(&graph_lock().graph, &snaps)
+    };
+    AllLocks { threads }
+}
+
+/// Writes [`all_held_locks`] to standard error (one write).
+pub fn show_all_locks() {
+    report::write_stderr(&all_held_locks().to_string());
+}
+
+/// From now on, the signal `signal` (for example `libc::SIGQUIT` or `libc::SIGUSR1`) writes
+/// [`show_all_locks`] to standard error. Opt-in: the first call starts one thread that waits
+/// for the signals through `signal-hook`'s iterator (a signal handler may neither allocate
+/// nor lock, so the dump is made on that thread). Replaces the signal's default action (for
+/// `SIGQUIT`, ending the process).
+///
+/// # Errors
+///
+/// [`io::ErrorKind::InvalidInput`] for a signal that must not be caught (`SIGKILL`,
+/// `SIGSTOP`, and the ones a fault raises, `signal_hook::consts::FORBIDDEN`); the error of
+/// `signal-hook` registering the handler, or of spawning the thread.
+pub fn dump_on_signal(signal: i32) -> io::Result<()> {
+    use signal_hook::iterator::Signals;
+    use std::sync::Mutex;
+    if signal_hook::consts::FORBIDDEN.contains(&signal) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("signal {signal} cannot be caught (or must not be, as a fault's)"),
+        ));
+    }
+    static HANDLE: Mutex<Option<signal_hook::iterator::Handle>> = Mutex::new(None);
+    let mut handle = HANDLE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(h) = handle.as_ref() {
+        return h.add_signal(signal);
+    }
+    let mut signals = Signals::new([signal])?;
+    *handle = Some(signals.handle());
+    std::thread::Builder::new()
+        .name("lockdep-dump".to_owned())
+        .spawn(move || {
+            for _ in signals.forever() {
+                show_all_locks();
+            }
+        })?;
+    Ok(())
+}

@@ -1,0 +1,724 @@
+//! The shared held-lock record: a copy of one holder's held-lock stack that any thread can
+//! read (the kernel walks every task's `held_locks[]` in `debug_show_all_locks()`; a userspace
+//! process has no scheduler lock to stop the world with, so readers retry instead).
+//!
+//! # Design
+//!
+//! - **One record per holder**, in a process-wide table of records that are never freed: a
+//!   thread claims a free record at its first acquisition and gives it back at exit, and a
+//!   record's [`Holder`] (its table index and a generation bumped at every claim) names one
+//!   holding, so a token of a thread that exited never reaches the record's next owner.
+//! - **The owner writes, others read**: the owner copies each entry it pushes into the
+//!   record's slots (every field an atomic, relaxed stores, which compile to plain stores),
+//!   guarded by a sequence counter (a seqlock, as the kernel's `seqcount_t`): a push moves
+//!   the counter once and then writes the slot and the depth (the slots below do not change,
+//!   so only a reader that still counts the slot from before a pop can see it change, and
+//!   the counter tells it); a LIFO pop is one store of the depth; any other change (an
+//!   out-of-order release, a mode change) is a write section with the counter odd. A reader
+//!   copies the slots and retries if the counter was odd or moved. The header with the
+//!   counter, the depth and the wait is on the owner's own cache line.
+//! - **Requests go the other way through a mailbox**: another thread that must change the
+//!   stack (a guard released on another thread, a lock freed while this one holds it) posts
+//!   the instance under the mailbox mutex and raises a flag; the owner applies the mail the
+//!   next time it touches its stack (one relaxed load of a flag on its own line).
+//! - **The wait**: while the owner blocks on a contended lock, the header names the entry it
+//!   waits for and since when; the watchdog and the dump read it like the slots.
+//! - **Async tasks, later**: nothing here is tied to an OS thread but the claim. A task that
+//!   holds locks across polls will own a record of its own, and the thread-local "current
+//!   record" that the stack operations write to will be swapped by the task's future around
+//!   each poll (the task's stack travels with the task from worker to worker, and a worker's
+//!   dump shows the task it is polling). The owner-writes rule still holds: one poll runs on
+//!   one thread at a time.
+
+use std::panic::Location;
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use super::HeldLock;
+use crate::class::ClassId;
+use crate::fork::{self, Participant, Rank};
+use crate::mode::Mode;
+
+/// The most records (threads holding locks at one time, as records are reused). Threads past
+/// it are validated as usual but are invisible to other threads' checks and to the dump.
+pub(crate) const MAX_RECORDS: usize = 4096;
+/// Bits of [`Record::len`] that hold the depth.
+const DEPTH_BITS: u32 = 24;
+const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
+
+/// Slots stored inline in a record; deeper stacks continue in linked chunks of this size.
+const CHUNK: usize = 32;
+
+/// One held lock as other threads see it.
+#[derive(Default)]
+struct Slot {
+    instance: AtomicUsize,
+    class: AtomicU64,
+    /// Mode (2 bits), trylock (bit 2), named (bit 3), subclass (bits 8..16), and the name's
+    /// length in bytes (bits 32..64; a longer name is cut there).
+    meta: AtomicU64,
+    site: AtomicPtr<Location<'static>>,
+    name_ptr: AtomicPtr<u8>,
+}
+
+struct Chunk {
+    slots: [Slot; CHUNK],
+    /// The next chunk, allocated by the owner, never freed (the record keeps it for its next
+    /// owner).
+    next: AtomicPtr<Chunk>,
+}
+
+impl Chunk {
+    fn new() -> Chunk {
+        Chunk {
+            slots: std::array::from_fn(|_| Slot::default()),
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+}
+
+/// Who a record's owner is, for reports and dumps. Written at claim, under its mutex.
+#[derive(Clone, Debug)]
+pub(crate) struct Identity {
+    /// The validator's thread number.
+    pub id: u64,
+    pub name: String,
+    pub std_id: Option<std::thread::ThreadId>,
+    /// The kernel's thread id, where there is one.
+    pub os_tid: Option<u64>,
+}
+
+/// A request from another thread to take entries of `instance` off the owner's stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mail {
+    pub instance: usize,
+    /// Every entry of the instance (its lock was freed) rather than the topmost one (a guard
+    /// released on another thread).
+    pub all: bool,
+}
+
+/// A record: the header the owner writes (one cache line), its slots, and the mailbox.
+#[repr(align(64))]
+pub(crate) struct Record {
+    // ---- the owner's line
+    seq: AtomicU64,
+    /// The depth (low [`DEPTH_BITS`] bits) and the number of pushes so far (the rest, which
+    /// wraps): a watcher sees the owner make progress even when its stack looks the same.
+    len: AtomicU64,
+    /// The instance of the entry the owner blocks on, 0 when it does not wait.
+    wait_instance: AtomicUsize,
+    /// When the wait started, in nanoseconds since [`epoch`].
+    wait_since: AtomicU64,
+    /// Counts the owner's waits, so that a watcher tells a new wait from an old one.
+    wait_count: AtomicU64,
+    /// Mail is waiting (set by others, cleared by the owner).
+    mail_pending: AtomicBool,
+    // ---- read-mostly
+    index: u32,
+    /// Bumped at every claim; odd while owned.
+    generation: AtomicU32,
+    chunk: Chunk,
+    mail: Mutex<Vec<Mail>>,
+    identity: Mutex<Option<Identity>>,
+}
+
+/// A token for one holding of a held-lock record (one thread's, from its first acquisition to
+/// its exit): the record's index and its generation then. `Copy`, one word (also inside an
+/// `Option`), `Send`: it may be handed to another thread (a guard's home, see
+/// [`release_from`](crate::release_from)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Holder(std::num::NonZeroU64);
+
+impl Holder {
+    /// The record and the generation it names.
+    fn parts(self) -> (usize, u32) {
+        let v = self.0.get();
+        ((v & 0xffff_ffff) as usize, (v >> 32) as u32)
+    }
+
+    /// The token of record `index` in its holding `generation` (odd, so never zero).
+    fn new(index: u32, generation: u32) -> Holder {
+        let v = u64::from(generation | 1) << 32 | u64::from(index);
+        Holder(std::num::NonZeroU64::new(v).expect("the generation is odd"))
+    }
+}
+
+static TABLE: [AtomicPtr<Record>; MAX_RECORDS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_RECORDS];
+/// Records created so far (the used prefix of `TABLE`).
+static CREATED: AtomicUsize = AtomicUsize::new(0);
+/// Records given back, ready to be claimed again.
+static FREE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// Serializes record creation (rare: once per new concurrent thread).
+static CREATE: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// The calling thread's record, for the fork handlers (0 if none).
+    static MINE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Taken around `fork()`: the table's mutexes and the forking thread's own record's, so
+/// that no other thread is inside one at the fork. In the child, the records of the parent's
+/// other threads, which do not exist there, are retired (left out of the table's free list
+/// and never claimed again: one record per such thread).
+static FORK: Participant = Participant {
+    prepare: fork_prepare,
+    child: fork_child,
+};
+
+fn fork_prepare() -> Box<dyn std::any::Any> {
+    let free = FREE.lock().unwrap_or_else(|e| e.into_inner());
+    let create = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = MINE.try_with(|m| m.get()).unwrap_or(0);
+    let own = (mine != 0).then(|| {
+        // SAFETY: `MINE` holds the address of a leaked record.
+        let r: &'static Record = unsafe { &*(mine as *const Record) };
+        (
+            r.mail.lock().unwrap_or_else(|e| e.into_inner()),
+            r.identity.lock().unwrap_or_else(|e| e.into_inner()),
+        )
+    });
+    Box::new((free, create, own))
+}
+
+fn fork_child() {
+    let mine = MINE.try_with(|m| m.get()).unwrap_or(0);
+    for r in all() {
+        if std::ptr::from_ref(r).addr() != mine && !r.generation().is_multiple_of(2) {
+            // Relaxed: the child has one thread.
+            r.len.store(0, Ordering::Relaxed);
+            r.wait_instance.store(0, Ordering::Relaxed);
+            // Release: as in `give_back`; the record is never handed out again.
+            r.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// The clock of waits: nanoseconds since the first call.
+pub(crate) fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    epoch.elapsed().as_nanos() as u64
+}
+
+/// Every record created so far (owned or free).
+pub(crate) fn all() -> impl Iterator<Item = &'static Record> {
+    // Acquire: pairs with the Release store in `claim`, so a counted record is published.
+    let n = CREATED.load(Ordering::Acquire);
+    (0..n).filter_map(|i| {
+        // Acquire: pairs with the Release store in `claim` (the record's fields).
+        let p = TABLE[i].load(Ordering::Acquire);
+        // SAFETY: a published record is leaked: it lives for the rest of the process.
+        (!p.is_null()).then(|| unsafe { &*p })
+    })
+}
+
+/// The record `holder` names, if that holding is still the current one.
+pub(crate) fn find(holder: Holder) -> Option<&'static Record> {
+    let (i, generation) = holder.parts();
+    if i >= MAX_RECORDS {
+        return None;
+    }
+    // Acquire: pairs with the Release store in `claim`.
+    let p = TABLE[i].load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a published record is leaked: it lives for the rest of the process.
+    let r = unsafe { &*p };
+    (r.generation() == generation).then_some(r)
+}
+
+/// Claims a record for the calling thread (`None` past [`MAX_RECORDS`]).
+pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
+    fork::join(Rank::Records, &FORK);
+    let reused = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let r: &'static Record = match reused {
+        Some(i) => {
+            // Acquire: pairs with the Release store below that published it.
+            let p = TABLE[i as usize].load(Ordering::Acquire);
+            // SAFETY: a published record is leaked.
+            unsafe { &*p }
+        }
+        None => {
+            let _g = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+            // Relaxed: creation is serialized by `CREATE`.
+            let i = CREATED.load(Ordering::Relaxed);
+            if i == MAX_RECORDS {
+                return None;
+            }
+            let r: &'static Record = Box::leak(Box::new(Record {
+                seq: AtomicU64::new(0),
+                len: AtomicU64::new(0),
+                wait_instance: AtomicUsize::new(0),
+                wait_since: AtomicU64::new(0),
+                wait_count: AtomicU64::new(0),
+                mail_pending: AtomicBool::new(false),
+                index: i as u32,
+                generation: AtomicU32::new(0),
+                chunk: Chunk::new(),
+                mail: Mutex::new(Vec::new()),
+                identity: Mutex::new(None),
+            }));
+            // Release: publishes the record's fields to readers of the table.
+            TABLE[i].store(std::ptr::from_ref(r).cast_mut(), Ordering::Release);
+            // Release: readers that see the count see the table entry.
+            CREATED.store(i + 1, Ordering::Release);
+            r
+        }
+    };
+    *r.identity.lock().unwrap_or_else(|e| e.into_inner()) = Some(identity);
+    r.mail.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    // Relaxed: the record is not owned by anyone (its generation is even) and owned by us from
+    // here; readers check the generation again after reading the identity under its mutex.
+    r.len.store(0, Ordering::Relaxed);
+    r.wait_instance.store(0, Ordering::Relaxed);
+    r.mail_pending.store(false, Ordering::Relaxed);
+    // Release: a reader that sees the odd generation sees the reset fields above.
+    r.generation.fetch_add(1, Ordering::Release);
+    let _ = MINE.try_with(|m| m.set(std::ptr::from_ref(r).addr()));
+    Some(r)
+}
+
+impl Record {
+    /// The token of the current holding.
+    pub(crate) fn holder(&self) -> Holder {
+        Holder::new(self.index, self.generation())
+    }
+
+    fn generation(&self) -> u32 {
+        // Acquire: pairs with the Release increment in `claim`/`give_back`.
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The owner's identity (`None` for a free record).
+    pub(crate) fn identity(&self) -> Option<Identity> {
+        self.identity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Gives the record back (the owner's thread exit). Its stack must be empty.
+    pub(crate) fn give_back(&'static self) {
+        self.publish_len(0);
+        self.wait_done();
+        *self.identity.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        // Release: pairs with the Acquire loads of readers; the record is free from here.
+        self.generation.fetch_add(1, Ordering::Release);
+        let _ = MINE.try_with(|m| m.set(0));
+        FREE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.index);
+    }
+
+    fn slot(&self, i: usize) -> Option<&Slot> {
+        let mut chunk = &self.chunk;
+        let mut i = i;
+        while i >= CHUNK {
+            // Acquire: pairs with the Release store in `slot_mut` (the chunk's slots).
+            let next = chunk.next.load(Ordering::Acquire);
+            if next.is_null() {
+                return None;
+            }
+            // SAFETY: chunks are leaked with their record and never freed.
+            chunk = unsafe { &*next };
+            i -= CHUNK;
+        }
+        Some(&chunk.slots[i])
+    }
+
+    /// The owner's slot `i`, growing the chunk list as needed.
+    #[inline]
+    fn slot_mut(&self, i: usize) -> &Slot {
+        if i < CHUNK {
+            return &self.chunk.slots[i];
+        }
+        self.deep_slot(i)
+    }
+
+    #[cold]
+    fn deep_slot(&self, mut i: usize) -> &Slot {
+        let mut chunk = &self.chunk;
+        while i >= CHUNK {
+            // Relaxed: only the owner stores `next`, and this is the owner.
+            let mut next = chunk.next.load(Ordering::Relaxed);
+            if next.is_null() {
+                next = Box::into_raw(Box::new(Chunk::new()));
+                // Release: readers that find the chunk see its initialized slots.
+                chunk.next.store(next, Ordering::Release);
+            }
+            // SAFETY: chunks are leaked with their record and never freed.
+            chunk = unsafe { &*next };
+            i -= CHUNK;
+        }
+        &chunk.slots[i]
+    }
+
+    /// Opens a write section (the counter becomes odd).
+    #[inline]
+    fn begin(&self) -> u64 {
+        // Relaxed: only the owner writes the counter.
+        let s = self.seq.load(Ordering::Relaxed);
+        // Relaxed, then the Release fence: a reader that sees a slot store below sees this
+        // odd value (or a later one) on its second load of the counter.
+        self.seq.store(s + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        s + 2
+    }
+
+    /// Closes a write section opened by [`begin`](Self::begin).
+    #[inline]
+    fn end(&self, even: u64) {
+        // Release: a reader that sees the even value sees every store of the section.
+        self.seq.store(even, Ordering::Release);
+    }
+
+    #[inline]
+    fn write_slot(&self, i: usize, h: &HeldLock) {
+        let s = self.slot_mut(i);
+        // Relaxed (every store of a slot): ordered by the counter (see `pushed`, `begin`).
+        s.instance.store(h.instance, Ordering::Relaxed);
+        s.class.store(h.class.to_bits(), Ordering::Relaxed);
+        s.meta.store(meta_of(h), Ordering::Relaxed);
+        s.site
+            .store(std::ptr::from_ref(h.site).cast_mut(), Ordering::Relaxed);
+        s.name_ptr
+            .store(h.name.as_ptr().cast_mut(), Ordering::Relaxed);
+    }
+
+    /// The owner pushes `h` at depth `i` (the hot path: one counter bump, five slot stores
+    /// and the depth). Slots below `i` do not change, so no write section is needed for them;
+    /// slot `i` may still be read by a reader that saw a greater depth before a pop, so the
+    /// counter moves (by two: it stays even) before the slot is written, and that reader
+    /// retries.
+    ///
+    /// A slot that already holds exactly this entry (the same lock re-taken at the same
+    /// depth, the usual case in a loop) is left alone: a reader of it cannot see a change,
+    /// so only the depth is stored.
+    #[inline(always)]
+    pub(crate) fn pushed(&self, i: usize, h: &HeldLock) {
+        if i < CHUNK {
+            let s = &self.chunk.slots[i];
+            // Relaxed: the owner reads back its own stores.
+            if s.instance.load(Ordering::Relaxed) == h.instance
+                && s.class.load(Ordering::Relaxed) == h.class.to_bits()
+                && s.meta.load(Ordering::Relaxed) == meta_of(h)
+                && std::ptr::eq(s.site.load(Ordering::Relaxed), h.site)
+                && std::ptr::eq(s.name_ptr.load(Ordering::Relaxed), h.name.as_ptr())
+            {
+                self.publish_push(i + 1);
+                return;
+            }
+        }
+        // Relaxed: only the owner writes the counter.
+        let s = self.seq.load(Ordering::Relaxed);
+        // Release: a reader whose first load sees the new value sees the pops before it (the
+        // depth it reads is at most `i`, or `i + 1` with this slot complete). The Release
+        // fence: a reader that sees one of the slot stores below sees the new value on its
+        // second load of the counter.
+        self.seq.store(s + 2, Ordering::Release);
+        fence(Ordering::Release);
+        self.write_slot(i, h);
+        self.publish_push(i + 1);
+    }
+
+    /// Stores the depth `len` after a push, counting the push.
+    #[inline]
+    fn publish_push(&self, len: usize) {
+        // Relaxed: only the owner writes the word.
+        let w = self.len.load(Ordering::Relaxed);
+        let pushes = (w >> DEPTH_BITS).wrapping_add(1);
+        // Release: a reader that sees the new depth sees the whole slot.
+        self.len
+            .store(pushes << DEPTH_BITS | depth_word(len), Ordering::Release);
+    }
+
+    /// The owner popped its top entry; `len` entries are left. One store: the slot stays
+    /// intact until the next push (which moves the counter first), so a reader that still
+    /// counts it reads a consistent past state.
+    #[inline]
+    pub(crate) fn popped(&self, len: usize) {
+        self.publish_len(len);
+    }
+
+    #[inline]
+    fn publish_len(&self, len: usize) {
+        // Relaxed: only the owner writes the word.
+        let w = self.len.load(Ordering::Relaxed);
+        // Release: a reader that sees the shorter depth sees every earlier section.
+        self.len
+            .store(w & !DEPTH_MASK | depth_word(len), Ordering::Release);
+    }
+
+    /// The owner's entries from `from` up changed (out-of-order release, mode or class
+    /// change, clear): rewrites them and the depth.
+    pub(crate) fn rewrite(&self, from: usize, held: &[HeldLock]) {
+        let even = self.begin();
+        for (i, h) in held.iter().enumerate().skip(from) {
+            self.write_slot(i, h);
+        }
+        // Relaxed (both): the owner's word, inside the write section.
+        let w = self.len.load(Ordering::Relaxed);
+        self.len
+            .store(w & !DEPTH_MASK | depth_word(held.len()), Ordering::Relaxed);
+        self.end(even);
+    }
+
+    /// The owner starts waiting for its entry of `instance` (a contended acquisition).
+    pub(crate) fn wait_start(&self, instance: usize) {
+        let even = self.begin();
+        // Relaxed: inside the write section.
+        self.wait_since.store(now_ns(), Ordering::Relaxed);
+        self.wait_instance.store(instance, Ordering::Relaxed);
+        self.wait_count.fetch_add(1, Ordering::Relaxed);
+        self.end(even);
+    }
+
+    /// The owner stopped waiting (it has the lock, or gave up).
+    pub(crate) fn wait_done(&self) {
+        // Relaxed: the owner's own field; it is the only writer.
+        if self.wait_instance.load(Ordering::Relaxed) != 0 {
+            let even = self.begin();
+            // Relaxed: inside the write section.
+            self.wait_instance.store(0, Ordering::Relaxed);
+            self.end(even);
+        }
+    }
+
+    /// Whether another thread posted mail. One relaxed load on the owner's line.
+    #[inline]
+    pub(crate) fn has_mail(&self) -> bool {
+        // Relaxed: a hint; the mail itself is read under the mailbox mutex.
+        self.mail_pending.load(Ordering::Relaxed)
+    }
+
+    /// Takes the mail (the owner).
+    pub(crate) fn take_mail(&self) -> Vec<Mail> {
+        let mut m = self.mail.lock().unwrap_or_else(|e| e.into_inner());
+        // Relaxed: cleared under the mutex that guards the mail; a post after this sets it
+        // again under the same mutex.
+        self.mail_pending.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *m)
+    }
+
+    /// Posts mail to the owner of `holder`, if that holding is still current; false if not.
+    pub(crate) fn post(holder: Holder, mail: Mail) -> bool {
+        let Some(r) = find(holder) else {
+            return false;
+        };
+        let mut m = r.mail.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked again under the mutex: `claim` clears the mailbox under it after the owner
+        // changed, so mail of an old holding never reaches a new owner.
+        if r.generation() != holder.parts().1 {
+            return false;
+        }
+        m.push(mail);
+        // Relaxed: the owner reads the mail under the mutex; see `has_mail`.
+        r.mail_pending.store(true, Ordering::Relaxed);
+        true
+    }
+
+    /// A consistent copy of the record's stack and wait, or `None` for a free record (or one
+    /// with nothing held or awaited, if `skip_idle`). Retries while the owner writes (a write
+    /// section is a few stores; past a few spins it yields, in case the owner was preempted
+    /// inside one). Never returns a torn copy.
+    pub(crate) fn snapshot(&'static self, skip_idle: bool) -> Option<Snapshot> {
+        let generation = self.generation();
+        if generation.is_multiple_of(2) {
+            return None;
+        }
+        // Relaxed: a hint to skip idle records; a stack that grows right now is one whose
+        // owner runs on, which a snapshot taken a moment earlier would also have missed.
+        if skip_idle
+            && self.len.load(Ordering::Relaxed) & DEPTH_MASK == 0
+            && self.wait_instance.load(Ordering::Relaxed) == 0
+        {
+            return None;
+        }
+        let mut held = Vec::new();
+        for attempt in 0u32.. {
+            // Acquire: pairs with `end`'s Release store, so the slots of every section that
+            // ended before are visible.
+            let s1 = self.seq.load(Ordering::Acquire);
+            if !s1.is_multiple_of(2) {
+                backoff(attempt);
+                continue;
+            }
+            held.clear();
+            // Acquire: pairs with the Release stores of `publish_len` and `publish_push`.
+            let word = self.len.load(Ordering::Acquire);
+            let len = (word & DEPTH_MASK) as usize;
+            for i in 0..len {
+                match self.slot(i) {
+                    Some(s) => held.push(read_slot(s)),
+                    None => break,
+                }
+            }
+            // Relaxed (wait fields): inside the read section, checked by the counter.
+            let waiting = self.wait_instance.load(Ordering::Relaxed);
+            let since = self.wait_since.load(Ordering::Relaxed);
+            let count = self.wait_count.load(Ordering::Relaxed);
+            // Acquire fence, then Relaxed: the counter's second load is ordered after the
+            // slot loads (the seqlock reader's rule).
+            fence(Ordering::Acquire);
+            let s2 = self.seq.load(Ordering::Relaxed);
+            if s1 == s2 {
+                if self.generation() != generation {
+                    return None;
+                }
+                let wait = (waiting != 0).then_some(Wait {
+                    instance: waiting,
+                    since_ns: since,
+                    count,
+                });
+                return Some(Snapshot {
+                    holder: Holder::new(self.index, generation),
+                    progress: s1 ^ (word >> DEPTH_BITS).rotate_left(32),
+                    record: self,
+                    held: held.into_iter().flatten().collect(),
+                    wait,
+                });
+            }
+            backoff(attempt);
+        }
+        unreachable!("the loop returns")
+    }
+}
+
+/// `len` as the depth bits of [`Record::len`] (a deeper stack than they hold is shown cut).
+#[inline]
+fn depth_word(len: usize) -> u64 {
+    (len as u64).min(DEPTH_MASK)
+}
+
+fn backoff(attempt: u32) {
+    if attempt < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+fn meta_of(h: &HeldLock) -> u64 {
+    let mode = match h.mode {
+        Mode::Exclusive => 0,
+        Mode::Read => 1,
+        Mode::RecursiveRead => 2,
+        Mode::Upgradable => 3,
+    };
+    let len = h.name.len().min(u32::MAX as usize) as u64;
+    mode | u64::from(h.trylock) << 2
+        | u64::from(h.named) << 3
+        | u64::from(h.subclass) << 8
+        | len << 32
+}
+
+/// A slot's fields, read racily: checked by the read section before they are trusted.
+struct RawSlot {
+    instance: usize,
+    class: u64,
+    meta: u64,
+    site: *const Location<'static>,
+    name_ptr: *const u8,
+}
+
+fn read_slot(s: &Slot) -> Option<RawSlot> {
+    // Relaxed (every load of a slot): checked by the read section's counter.
+    let r = RawSlot {
+        instance: s.instance.load(Ordering::Relaxed),
+        class: s.class.load(Ordering::Relaxed),
+        meta: s.meta.load(Ordering::Relaxed),
+        site: s.site.load(Ordering::Relaxed),
+        name_ptr: s.name_ptr.load(Ordering::Relaxed),
+    };
+    (!r.site.is_null() && !r.name_ptr.is_null()).then_some(r)
+}
+
+/// The owner's wait, as a reader saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Wait {
+    pub instance: usize,
+    pub since_ns: u64,
+    /// The owner's wait number (a new wait has a new one).
+    pub count: u64,
+}
+
+/// A consistent copy of one record.
+pub(crate) struct Snapshot {
+    pub holder: Holder,
+    /// Changes whenever the owner pushes, rewrites its stack, or starts or ends a wait (the
+    /// counter and the count of pushes, mixed): the watchdog's sign of progress.
+    pub progress: u64,
+    pub record: &'static Record,
+    held: Vec<RawSlot>,
+    pub wait: Option<Wait>,
+}
+
+/// One entry of a [`Snapshot`], with the fields reports show.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SharedEntry {
+    pub instance: usize,
+    pub class: ClassId,
+    pub mode: Mode,
+    pub trylock: bool,
+    pub subclass: u8,
+    pub name: &'static str,
+    pub named: bool,
+    pub site: &'static Location<'static>,
+}
+
+impl Snapshot {
+    /// The owner's identity, if the record still belongs to the holding the copy was made of.
+    pub(crate) fn identity(&self) -> Option<Identity> {
+        let id = self.record.identity()?;
+        (self.record.holder() == self.holder).then_some(id)
+    }
+
+    /// The entries, bottom first (the one the owner waits for included, on top).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = SharedEntry> + '_ {
+        self.held.iter().map(|r| {
+            // SAFETY: the read section validated the copy: `site` was stored from a
+            // `&'static Location` and `name_ptr` with the length in `meta` from one
+            // `&'static str` (cut at a character boundary only if over 4 GiB, which no
+            // `&'static str` name is), written by one push or write section.
+            let (site, name) = unsafe {
+                (
+                    &*r.site,
+                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                        r.name_ptr,
+                        (r.meta >> 32) as usize,
+                    )),
+                )
+            };
+            SharedEntry {
+                instance: r.instance,
+                class: ClassId::from_bits(r.class),
+                mode: match r.meta & 3 {
+                    0 => Mode::Exclusive,
+                    1 => Mode::Read,
+                    2 => Mode::RecursiveRead,
+                    _ => Mode::Upgradable,
+                },
+                trylock: r.meta & 4 != 0,
+                named: r.meta & 8 != 0,
+                subclass: (r.meta >> 8) as u8,
+                name,
+                site,
+            }
+        })
+    }
+
+    /// The entries the owner holds (the one it waits for left out) and the one it waits for.
+    pub(crate) fn split(&self) -> (Vec<SharedEntry>, Option<SharedEntry>) {
+        let mut held: Vec<SharedEntry> = self.entries().collect();
+        let waiting = self.wait.and_then(|w| {
+            let i = held.iter().rposition(|e| e.instance == w.instance)?;
+            Some(held.remove(i))
+        });
+        (held, waiting)
+    }
+}

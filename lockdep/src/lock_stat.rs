@@ -1,0 +1,387 @@
+//! Opt-in per-class contention statistics: the kernel's `/proc/lock_stat` for one process
+//! (`Documentation/locking/lockstat.rst`): per lock class, how often it was acquired and
+//! contended, how long acquisitions waited and how long the lock was held (min / avg / max
+//! and percentiles, in `hdrhistogram` histograms), and the sites that waited most.
+//!
+//! Off by default; off, an acquisition or release pays one relaxed load of the switch. On,
+//! each thread counts into its own table (a mutex only it takes while it runs, and a reader
+//! when it merges them), so threads do not share a cache line per event.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hdrhistogram::Histogram;
+
+use crate::class::ClassId;
+use crate::graph_lock::graph_lock;
+use crate::held::record::now_ns;
+use crate::map::LockMap;
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Every thread's table, exited threads' included (their counts stay).
+static TABLES: Mutex<Vec<Arc<Mutex<Table>>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static MINE: RefCell<Option<Arc<Mutex<Table>>>> = const { RefCell::new(None) };
+}
+
+/// How many contention sites a class keeps (the kernel keeps four).
+const TOP_SITES: usize = 4;
+
+type Key = (ClassId, &'static str);
+
+#[derive(Default)]
+struct Table {
+    classes: HashMap<Key, Counts>,
+    /// The locks this thread holds with the time their hold started, in acquisition order.
+    holding: Vec<(usize, Key, u64)>,
+    /// The start of the current contended wait.
+    waiting: Option<(usize, u64)>,
+}
+
+struct Counts {
+    acquisitions: u64,
+    contentions: u64,
+    wait: Histogram<u64>,
+    hold: Histogram<u64>,
+    sites: HashMap<&'static Location<'static>, u64>,
+}
+
+impl Counts {
+    fn new() -> Counts {
+        Counts {
+            acquisitions: 0,
+            contentions: 0,
+            // Three significant digits, growing as needed: never an error on record.
+            wait: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            hold: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            sites: HashMap::new(),
+        }
+    }
+
+    fn merge(&mut self, o: &Counts) {
+        self.acquisitions += o.acquisitions;
+        self.contentions += o.contentions;
+        // Auto-resizing histograms of one precision: adding cannot fail.
+        let _ = self.wait.add(&o.wait);
+        let _ = self.hold.add(&o.hold);
+        for (s, n) in &o.sites {
+            *self.sites.entry(s).or_default() += n;
+        }
+    }
+}
+
+/// Whether lock_stat is on. One relaxed load: the whole cost when off.
+#[inline]
+pub(crate) fn on() -> bool {
+    // Relaxed: a switch; an event racing with the switch is counted or not.
+    ON.load(Ordering::Relaxed)
+}
+
+/// Turns lock_stat on or off (off by default). Counts kept so far stay until
+/// [`reset_lock_stat`]. Locks already held when it is turned on have no hold time. Thread-safe.
+pub fn set_lock_stat(on: bool) {
+    // Relaxed: see `on`.
+    ON.store(on, Ordering::Relaxed);
+}
+
+/// Forgets every count. Thread-safe.
+pub fn reset_lock_stat() {
+    for t in TABLES.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
+        t.classes.clear();
+    }
+}
+
+fn with_table(f: impl FnOnce(&mut Table)) {
+    let _ = MINE.try_with(|m| {
+        let Ok(mut m) = m.try_borrow_mut() else {
+            return;
+        };
+        let t = m.get_or_insert_with(|| {
+            let t = Arc::new(Mutex::new(Table::default()));
+            TABLES
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Arc::clone(&t));
+            t
+        });
+        f(&mut t.lock().unwrap_or_else(|e| e.into_inner()));
+    });
+}
+
+/// An acquisition of `map` (subclass `subclass`) was recorded.
+pub(crate) fn acquire(map: &LockMap, subclass: u8) {
+    let key = (map.cached(subclass), map.name());
+    let now = now_ns();
+    with_table(|t| {
+        t.classes
+            .entry(key)
+            .or_insert_with(Counts::new)
+            .acquisitions += 1;
+        t.holding.push((map.instance(), key, now));
+    });
+}
+
+/// The acquisition of `map` is contended at `site`.
+pub(crate) fn contended(map: &LockMap, site: &'static Location<'static>) {
+    let now = now_ns();
+    with_table(|t| {
+        let Some(&(_, key, _)) = t.holding.iter().rev().find(|h| h.0 == map.instance()) else {
+            return;
+        };
+        let c = t.classes.entry(key).or_insert_with(Counts::new);
+        c.contentions += 1;
+        *c.sites.entry(site).or_default() += 1;
+        t.waiting = Some((map.instance(), now));
+    });
+}
+
+/// The contended wait for `map` is over: its time is recorded, and the hold starts now.
+pub(crate) fn acquired(map: &LockMap) {
+    let now = now_ns();
+    with_table(|t| {
+        let Some((instance, since)) = t.waiting.take() else {
+            return;
+        };
+        if instance != map.instance() {
+            return;
+        }
+        let Some(h) = t.holding.iter_mut().rev().find(|h| h.0 == instance) else {
+            return;
+        };
+        h.2 = now;
+        let key = h.1;
+        let c = t.classes.entry(key).or_insert_with(Counts::new);
+        c.wait.saturating_record(now.saturating_sub(since));
+    });
+}
+
+/// `map` was released: its hold time is recorded.
+pub(crate) fn release(map: &LockMap) {
+    let now = now_ns();
+    with_table(|t| {
+        let Some(i) = t.holding.iter().rposition(|h| h.0 == map.instance()) else {
+            return;
+        };
+        let (_, key, since) = t.holding.remove(i);
+        let c = t.classes.entry(key).or_insert_with(Counts::new);
+        c.hold.saturating_record(now.saturating_sub(since));
+    });
+}
+
+/// Times of one kind (waits or holds) of one class, in nanoseconds.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeStat {
+    /// How many were timed.
+    pub count: u64,
+    /// Shortest.
+    pub min_ns: u64,
+    /// Mean.
+    pub avg_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+}
+
+impl TimeStat {
+    fn of(h: &Histogram<u64>) -> TimeStat {
+        if h.is_empty() {
+            return TimeStat::default();
+        }
+        TimeStat {
+            count: h.len(),
+            min_ns: h.min(),
+            avg_ns: h.mean() as u64,
+            max_ns: h.max(),
+            p50_ns: h.value_at_quantile(0.5),
+            p99_ns: h.value_at_quantile(0.99),
+        }
+    }
+}
+
+/// One lock class's statistics.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassStat {
+    /// The class name, as reports print it.
+    pub class: String,
+    /// Acquisitions recorded (blocking and successful tries).
+    pub acquisitions: u64,
+    /// Acquisitions that had to wait (the raw lock's try failed).
+    pub contentions: u64,
+    /// The waits of contended acquisitions.
+    pub wait: TimeStat,
+    /// The holds (from acquisition, or the end of its wait, to release).
+    pub hold: TimeStat,
+    /// The sites whose acquisitions were contended most, with their counts, most first (at
+    /// most four).
+    pub top_sites: Vec<(&'static Location<'static>, u64)>,
+}
+
+/// Every class's statistics ([`lock_stat`]), most contended first. `Display` is a text table
+/// in the spirit of `/proc/lock_stat`; [`to_json`](Self::to_json) gives JSON.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockStat {
+    /// One entry per class with at least one acquisition.
+    pub classes: Vec<ClassStat>,
+}
+
+/// Every class's contention statistics, merged over all threads (exited ones included).
+/// Takes each thread's table lock in turn and the graph lock once. Thread-safe.
+pub fn lock_stat() -> LockStat {
+    let mut merged: HashMap<Key, Counts> = HashMap::new();
+    for t in TABLES.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        let t = t.lock().unwrap_or_else(|e| e.into_inner());
+        for (k, c) in &t.classes {
+            merged.entry(*k).or_insert_with(Counts::new).merge(c);
+        }
+    }
+    let g = graph_lock();
+    let mut classes: Vec<ClassStat> = merged
+        .into_iter()
+        .map(|((id, name), c)| {
+            let mut sites: Vec<_> = c.sites.into_iter().collect();
+            sites.sort_by(|a, b| {
+                b.1.cmp(&a.1)
+                    .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+            });
+            sites.truncate(TOP_SITES);
+            ClassStat {
+                class: g
+                    .graph
+                    .class(id)
+                    .map_or_else(|| name.to_owned(), |c| c.name.to_string()),
+                acquisitions: c.acquisitions,
+                contentions: c.contentions,
+                wait: TimeStat::of(&c.wait),
+                hold: TimeStat::of(&c.hold),
+                top_sites: sites,
+            }
+        })
+        .collect();
+    drop(g);
+    classes.sort_by(|a, b| {
+        b.contentions
+            .cmp(&a.contentions)
+            .then(b.acquisitions.cmp(&a.acquisitions))
+            .then_with(|| a.class.cmp(&b.class))
+    });
+    LockStat { classes }
+}
+
+impl LockStat {
+    /// The statistics of the class named `class`, if it has any.
+    pub fn class(&self, class: &str) -> Option<&ClassStat> {
+        self.classes.iter().find(|c| c.class == class)
+    }
+
+    /// The statistics as JSON: `{"classes": [{"class", "acquisitions", "contentions",
+    /// "wait_ns": {"count", "min", "avg", "max", "p50", "p99"}, "hold_ns": {..},
+    /// "top_sites": [{"site", "contentions"}]}]}`. (Written here rather than through
+    /// `serde_json`: its `PartialEq<Value>` impls for integers would change type inference
+    /// in every crate that depends on the validator.)
+    pub fn to_json(&self) -> String {
+        fn times(t: &TimeStat) -> String {
+            format!(
+                r#"{{"count":{},"min":{},"avg":{},"max":{},"p50":{},"p99":{}}}"#,
+                t.count, t.min_ns, t.avg_ns, t.max_ns, t.p50_ns, t.p99_ns
+            )
+        }
+        let classes: Vec<String> = self
+            .classes
+            .iter()
+            .map(|c| {
+                let sites: Vec<String> = c
+                    .top_sites
+                    .iter()
+                    .map(|(s, n)| format!(r#"{{"site":{},"contentions":{n}}}"#, json_str(&s.to_string())))
+                    .collect();
+                format!(
+                    r#"{{"class":{},"acquisitions":{},"contentions":{},"wait_ns":{},"hold_ns":{},"top_sites":[{}]}}"#,
+                    json_str(&c.class),
+                    c.acquisitions,
+                    c.contentions,
+                    times(&c.wait),
+                    times(&c.hold),
+                    sites.join(",")
+                )
+            })
+            .collect();
+        format!(r#"{{"classes":[{}]}}"#, classes.join(","))
+    }
+}
+
+/// `s` as a JSON string literal (RFC 8259: quote, backslash and control characters escaped).
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1000.0)
+}
+
+impl fmt::Display for LockStat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "lock_stat version 0.1 (times in microseconds)")?;
+        writeln!(
+            f,
+            "{:<40} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "class name",
+            "contentions",
+            "acquisitions",
+            "waittime-min",
+            "waittime-avg",
+            "waittime-max",
+            "waittime-p99",
+            "holdtime-min",
+            "holdtime-avg",
+            "holdtime-max"
+        )?;
+        writeln!(f, "{}", "-".repeat(150))?;
+        for c in &self.classes {
+            writeln!(
+                f,
+                "{:<40} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                c.class,
+                c.contentions,
+                c.acquisitions,
+                us(c.wait.min_ns),
+                us(c.wait.avg_ns),
+                us(c.wait.max_ns),
+                us(c.wait.p99_ns),
+                us(c.hold.min_ns),
+                us(c.hold.avg_ns),
+                us(c.hold.max_ns)
+            )?;
+            for (site, n) in &c.top_sites {
+                writeln!(f, "{:<40} {n:>10} [contended at {site}]", "")?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,111 @@
+//! The checks that concern other threads' held locks, through the shared records
+//! ([`held::record`](crate::held::record)): a key unregistered while any thread holds a lock
+//! of it, a lock freed while another thread holds it, and a release made by another thread
+//! than the one that acquired (a guard sent between threads).
+
+use super::local::{current_thread, with_state};
+use crate::class::KeyRef;
+use crate::graph_lock::graph_lock;
+use crate::held::record::{self, Holder, Mail, Snapshot};
+use crate::report::{self, build, ThreadLocks};
+
+/// Copies of every record that holds or waits for a lock (the caller's included).
+pub(crate) fn snapshots() -> Vec<Snapshot> {
+    record::all().filter_map(|r| r.snapshot(true)).collect()
+}
+
+/// The calling thread's holding, if it has a record.
+pub(crate) fn current_holder() -> Option<Holder> {
+    with_state(|st| st.record().map(|r| r.holder())).flatten()
+}
+
+/// Every thread that holds locks of `key`, with those locks. Takes the graph lock only if a
+/// thread holds anything.
+pub(crate) fn key_holders(key: KeyRef) -> Vec<ThreadLocks> {
+    let snaps = snapshots();
+    if snaps.iter().all(|s| s.entries().next().is_none()) {
+        return Vec::new();
+    }
+    let g = graph_lock();
+    let now = record::now_ns();
+    snaps
+        .iter()
+        .filter_map(|s| {
+            let mut t = build::thread_locks(&g.graph, s, now)?;
+            t.held.retain(|l| l.key == Some(key));
+            (!t.held.is_empty()).then_some(t)
+        })
+        .collect()
+}
+
+/// Reports every lock in `[lo, hi)` that a thread other than the caller holds, and asks
+/// those threads to forget it (their later operations see no stale entry).
+pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
+    let me = current_holder();
+    let snaps: Vec<Snapshot> = snapshots()
+        .into_iter()
+        .filter(|s| Some(s.holder) != me)
+        .filter(|s| {
+            let (held, _) = s.split();
+            held.iter().any(|e| e.instance >= lo && e.instance < hi)
+        })
+        .collect();
+    if snaps.is_empty() {
+        return;
+    }
+    let by = current_thread();
+    let mut reports = Vec::new();
+    {
+        let mut g = graph_lock();
+        let now = record::now_ns();
+        for s in &snaps {
+            let Some(mut t) = build::thread_locks(&g.graph, s, now) else {
+                continue;
+            };
+            let (held, _) = s.split();
+            let freed: Vec<_> = held
+                .iter()
+                .filter(|e| e.instance >= lo && e.instance < hi)
+                .copied()
+                .collect();
+            t.held.retain(|l| l.instance < lo || l.instance >= hi);
+            for e in &freed {
+                // The holder's entry may carry instance pairs its map was never told of.
+                g.graph.forget_instance(e.instance);
+                record::Record::post(
+                    s.holder,
+                    Mail {
+                        instance: e.instance,
+                        all: true,
+                    },
+                );
+                reports.push(build::held_lock_freed_elsewhere(
+                    &g.graph,
+                    t.clone(),
+                    e,
+                    (lo, hi),
+                    by.clone(),
+                ));
+            }
+        }
+    }
+    if !reports.is_empty() {
+        report::deliver(reports);
+    }
+}
+
+/// Asks the thread of `holder` to drop its topmost entry of `instance` (a guard it acquired
+/// was released on another thread). If that holding is over (the thread exited with the
+/// guard elsewhere), the entry it left behind is forgotten instead.
+pub(crate) fn post_release(holder: Holder, instance: usize) {
+    let posted = record::Record::post(
+        holder,
+        Mail {
+            instance,
+            all: false,
+        },
+    );
+    if !posted {
+        super::orphans::forget(holder, instance);
+    }
+}
