@@ -230,6 +230,11 @@ pub use condvar::{Condvar, WaitTimeoutResult};
 pub use dep::{GuardMarker, HeldGuard};
 pub use lock_api;
 pub use lockdep;
+/// When a program hangs: every thread's held locks, the hung-lock watchdog, lock_stat.
+pub use lockdep::{
+    all_held_locks, deadlocks_now, dump_on_signal, lock_stat, reset_lock_stat, set_lock_stat,
+    set_watchdog_handler, show_all_locks, start_watchdog, stop_watchdog, WATCHDOG_ENV,
+};
 pub use lockdep::{
     load_suppressions, reset, set_condvar_tracking, set_nesting, set_policy, stats, summary,
     suppress, test_scope, DynamicKey, LockClassKey, LockMap, Nesting, Policy, Report, Stats,

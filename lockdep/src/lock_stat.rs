@@ -345,6 +345,9 @@ fn us(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1000.0)
 }
 
+/// The classes the text table shows, the most contended first.
+const DISPLAY_ROWS: usize = 30;
+
 impl fmt::Display for LockStat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "lock_stat version 0.1 (times in microseconds)")?;
@@ -363,25 +366,93 @@ impl fmt::Display for LockStat {
             "holdtime-max"
         )?;
         writeln!(f, "{}", "-".repeat(150))?;
-        for c in &self.classes {
+        // "-" where nothing was timed (no contended wait; no hold that ended while on).
+        let t = |t: &TimeStat, ns: u64| {
+            if t.count == 0 {
+                "-".to_owned()
+            } else {
+                us(ns)
+            }
+        };
+        for c in self.classes.iter().take(DISPLAY_ROWS) {
+            let (w, h) = (&c.wait, &c.hold);
             writeln!(
                 f,
                 "{:<40} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                 c.class,
                 c.contentions,
                 c.acquisitions,
-                us(c.wait.min_ns),
-                us(c.wait.avg_ns),
-                us(c.wait.max_ns),
-                us(c.wait.p99_ns),
-                us(c.hold.min_ns),
-                us(c.hold.avg_ns),
-                us(c.hold.max_ns)
+                t(w, w.min_ns),
+                t(w, w.avg_ns),
+                t(w, w.max_ns),
+                t(w, w.p99_ns),
+                t(h, h.min_ns),
+                t(h, h.avg_ns),
+                t(h, h.max_ns)
             )?;
             for (site, n) in &c.top_sites {
                 writeln!(f, "{:<40} {n:>10} [contended at {site}]", "")?;
             }
         }
+        if let Some(more) = self
+            .classes
+            .len()
+            .checked_sub(DISPLAY_ROWS)
+            .filter(|&n| n > 0)
+        {
+            writeln!(
+                f,
+                "... {more} more classes, less contended (the structured value and the JSON have \
+                 them all)"
+            )?;
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(name: &str, contentions: u64) -> ClassStat {
+        ClassStat {
+            class: name.to_owned(),
+            acquisitions: 1,
+            contentions,
+            wait: TimeStat::default(),
+            hold: TimeStat {
+                count: 1,
+                min_ns: 1500,
+                avg_ns: 1500,
+                max_ns: 1500,
+                p50_ns: 1500,
+                p99_ns: 1500,
+            },
+            top_sites: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_table_shows_the_most_contended_rows_and_dashes_for_untimed_waits() {
+        let s = LockStat {
+            classes: (0..DISPLAY_ROWS as u64 + 5)
+                .map(|i| class(&format!("c{i}"), 100 - i))
+                .collect(),
+        };
+        let text = s.to_string();
+        let rows: Vec<&str> = text.lines().skip(3).collect();
+        assert_eq!(rows.len(), DISPLAY_ROWS + 1, "{text}");
+        assert!(rows[0].starts_with("c0 "), "{text}");
+        assert!(
+            rows[DISPLAY_ROWS].starts_with("... 5 more classes"),
+            "{text}"
+        );
+        let cells: Vec<&str> = rows[0].split_whitespace().collect();
+        assert_eq!(
+            &cells[3..7],
+            ["-", "-", "-", "-"],
+            "no wait was timed: {text}"
+        );
+        assert_eq!(&cells[7..], ["1.50", "1.50", "1.50"], "{text}");
     }
 }
