@@ -354,7 +354,7 @@
 //
 // Every fixed size, with the reason for it.
 mod limits;
-// The placeholder site of a release by guard drop.
+// The placeholder sites of a release by guard drop and of an unregister by key drop.
 mod site;
 // `pthread_atfork` handlers: every internal lock is taken around a fork.
 mod fork;
@@ -438,15 +438,15 @@ pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
     load_suppressions, print_summary, set_policy, stale_suppressions, summary, suppress,
     suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, Dependency,
-    EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, Policy, Report,
-    ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
+    EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, MisuseSubject,
+    Policy, Report, ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
     SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TestScope, ThreadDesc,
     ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
 };
-pub use site::is_guard_drop;
+pub use site::{is_guard_drop, is_key_drop};
 pub use task::{
     current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext, TaskHeld,
 };

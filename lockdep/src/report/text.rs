@@ -10,11 +10,11 @@ use std::panic::Location;
 
 use super::types::ThreadLocks;
 use super::types::{
-    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, Report, SameClass,
-    ThreadDesc,
+    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, MisuseSubject,
+    Report, SameClass, ThreadDesc,
 };
 use crate::mode::Mode;
-use crate::site::is_guard_drop;
+use crate::site::{is_guard_drop, is_key_drop};
 
 fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
     let n = title.len();
@@ -322,7 +322,9 @@ impl fmt::Display for Report {
                 thread,
                 kind,
                 key,
+                subject,
                 site,
+                registered_at,
                 held_by,
             } => {
                 let title = match kind {
@@ -335,7 +337,23 @@ impl fmt::Display for Report {
                     KeyMisuse::InvalidSubclass => "BUG: looking up invalid subclass!",
                 };
                 banner(f, title)?;
-                writeln!(f, "{}/{}: key ({key}) at {site}", thread.name, thread.id)?;
+                let label = match subject {
+                    MisuseSubject::Key => "key",
+                    MisuseSubject::Lock => "lock",
+                };
+                let shown = if is_key_drop(site) {
+                    "(key drop)".to_owned()
+                } else {
+                    site.to_string()
+                };
+                writeln!(
+                    f,
+                    "{}/{}: {label} ({key}) at {shown}",
+                    thread.name, thread.id
+                )?;
+                if let Some(r) = registered_at {
+                    writeln!(f, "the key was registered at {r}")?;
+                }
                 if *kind == KeyMisuse::NotRegistered {
                     writeln!(
                         f,
