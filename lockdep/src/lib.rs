@@ -25,6 +25,7 @@
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`]; if the raw lock is still locked, [`check_held_lock_freed`] first (other threads' holders) |
 //! | a blocking acquisition that must wait (the raw try failed) | [`lock_contended`] before blocking, [`lock_acquired`] after |
 //! | a guard released on another thread than its acquirer | [`current_holder`] when acquiring, [`release_from`] when releasing; [`set_guards_movable`] |
+//! | force-unlock of a forgotten guard's lock (any thread) | [`force_release`] while the raw lock is locked, [`release`] (a bad unlock balance) if it is not |
 //! | async lock (a future that may wait) | [`task_acquire`] before the lock's future is first polled, [`task_release`] with its token on release or cancellation, [`task_set_held_mode`] for a downgrade |
 //! | a poll of a task (an executor's, or an instrumented future's) | [`TaskContext::enter`] before, [`PollScope::exit`]`(pending)` after |
 //!
@@ -577,6 +578,33 @@ pub fn release_from(holder: Option<Holder>, map: &LockMap) {
             thread::post_release(h, map.instance());
         }
         _ => release_guard(map),
+    }
+}
+
+/// Releases the lock `map` for a lock wrapper's `force_unlock` (lock_api's, after a guard was
+/// forgotten), whichever thread holds it: this thread's entry if it has one ([`release`] at
+/// `site`); otherwise the topmost entry of another thread that holds it leaves that thread's
+/// held stack exactly, as with [`release_from`] (a shared lock several threads hold loses one
+/// of their entries); otherwise nothing happens (the lock was taken without validation or
+/// through its raw lock). Call it while the raw lock is still locked; for a raw lock that is
+/// not locked at all, call [`release`], which reports [`Report::BadUnlockBalance`].
+///
+/// Cost: when this thread holds no entry of `map`, a copy of every thread's shared record that
+/// holds anything. Thread-safe.
+pub fn force_release(map: &LockMap, site: &'static Location<'static>) {
+    if is_held(map) {
+        release(map, site);
+        return;
+    }
+    let me = thread::current_holder();
+    let instance = map.instance();
+    let holder = thread::snapshots()
+        .into_iter()
+        .filter(|s| Some(s.holder) != me)
+        .find(|s| s.split().0.iter().any(|e| e.instance == instance))
+        .map(|s| s.holder);
+    if let Some(h) = holder {
+        release_from(Some(h), map);
     }
 }
 

@@ -150,7 +150,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         track.release(&self.dep, site);
         unlock(&self.inner);
         if !outermost && !self.inner.is_owned_by_current_thread() {
-            self.dep.force_release(site);
+            self.dep.release_own(site);
         }
     }
 
