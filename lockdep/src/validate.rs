@@ -270,8 +270,9 @@ fn cached_elsewhere(st: &mut ThreadState, key: u64, local: Hit, next: Acquiring)
 
 /// The held locks of `next`'s class as a candidate ordered run (see [`pair_cache`]): the
 /// fingerprint of their instances and the stack index of the most recent one. `None` unless
-/// there is one, all of them and `next` are held exclusively, `next` is none of them and has
-/// no nest_lock (only exclusive pairs make paths that a pair with the top extends).
+/// there is one, all of them and `next` are held exclusively, `next` has no nest_lock (only
+/// exclusive pairs make paths that a pair with the top extends) and its instance is not held
+/// at all (in any class: under another subclass too).
 fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
     if next.mode != Mode::Exclusive || next.nest != 0 {
         return None;
@@ -279,10 +280,13 @@ fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
     let mut fp = 0;
     let mut top = None;
     for (i, h) in st.entries().iter().enumerate() {
+        if h.instance == next.instance {
+            return None;
+        }
         if h.class != next.class {
             continue;
         }
-        if h.instance == next.instance || h.mode != Mode::Exclusive {
+        if h.mode != Mode::Exclusive {
             return None;
         }
         fp = pair_cache::fingerprint(fp, h.instance);
@@ -507,11 +511,20 @@ fn check_deadlock(
             .filter(|(_, h)| h.class == next.class)
     };
     // A candidate ordered run (`run`, [`run_of`] of `next`) holds no instance of `next`.
-    // The same instance first: it is the certain deadlock.
+    // The same instance first: it is the certain deadlock, also when it is held under
+    // another subclass (`lock_nested` of a held lock), which no annotation makes valid.
     let recursive = if run.is_some() {
         None
     } else {
-        same_class().find(|(_, h)| h.instance == next.instance && blocks(next.mode, h.mode))
+        same_class()
+            .find(|(_, h)| h.instance == next.instance && blocks(next.mode, h.mode))
+            .or_else(|| {
+                st.entries().iter().enumerate().find(|(_, h)| {
+                    h.instance == next.instance
+                        && h.class != next.class
+                        && blocks(next.mode, h.mode)
+                })
+            })
     };
     if let Some((_, held)) = recursive {
         reports.push(build::same_class(&g.graph, st, held, next));

@@ -79,3 +79,38 @@ fn explicit_unregister_while_held_names_the_caller() {
     drop(key);
     take();
 }
+
+/// `a.lock(); b.lock_nested(1); a.lock_nested(1)`: the instance being acquired is itself
+/// held (under subclass 0), which is recursive locking of `a`, not a missing annotation
+/// between `b` and `a`; under either nesting rule.
+#[test]
+fn relocking_a_held_instance_under_another_subclass_is_recursive_locking() {
+    for nesting in [lockdep::Nesting::Strict, lockdep::Nesting::InstanceOrder] {
+        let _h = start();
+        lockdep::set_nesting(nesting);
+        let (a, b) = two_of_one_class();
+        lock(a);
+        lock_nested(b, 1);
+        lock_nested(a, 1);
+        let r = assert_reports!(Report::RecursiveLocking(_));
+        let Report::RecursiveLocking(s) = &r[0] else {
+            unreachable!()
+        };
+        assert_eq!(s.holding.instance, s.acquiring.instance, "{nesting:?}");
+        assert_eq!(s.holding.name, Some("a"));
+        let text = r[0].to_string();
+        assert!(!text.contains("missing lock nesting"), "{text}");
+        assert!(text.contains("that held lock itself"), "{text}");
+        unlock(a);
+        unlock(b);
+        unlock(a);
+        take();
+    }
+}
+
+/// Two named maps of one class (one construction line, one key).
+fn two_of_one_class() -> (&'static LockMap, &'static LockMap) {
+    static KEY: lockdep::LockClassKey = lockdep::LockClassKey::new();
+    let make = |name| &*Box::leak(Box::new(LockMap::with_key(name, &KEY)));
+    (make("a"), make("b"))
+}

@@ -234,6 +234,12 @@ fn same_class(f: &mut fmt::Formatter<'_>, s: &SameClass, same_instance: bool) ->
     writeln!(f, "\n *** DEADLOCK ***\n")?;
     if !same_instance {
         writeln!(f, " May be due to missing lock nesting notation\n")?;
+    } else if s.holding.class != s.acquiring.class {
+        writeln!(
+            f,
+            " The lock being acquired is that held lock itself, under another subclass: a\n \
+             self-deadlock, which no lock nesting annotation makes valid.\n"
+        )?;
     }
     held_block(f, &s.thread, &s.held)
 }
