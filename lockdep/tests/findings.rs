@@ -114,3 +114,46 @@ fn two_of_one_class() -> (&'static LockMap, &'static LockMap) {
     let make = |name| &*Box::leak(Box::new(LockMap::with_key(name, &KEY)));
     (make("a"), make("b"))
 }
+
+/// A cycle of more than 16 links prints the first 8 and the last 8, and a count of the rest;
+/// the report keeps them all.
+#[test]
+fn a_long_cycle_prints_its_ends_and_counts_the_middle() {
+    let _h = start();
+    let locks: Vec<&'static LockMap> = (0..40)
+        .map(|i| new_lock(Box::leak(format!("c{i}").into_boxed_str())))
+        .collect();
+    for w in locks.windows(2) {
+        pair(w[0], w[1]);
+    }
+    lock(locks[39]);
+    lock(locks[0]);
+    let r = assert_reports!(Report::CircularDependency(_));
+    let Report::CircularDependency(c) = &r[0] else {
+        unreachable!()
+    };
+    let n = c.cycle.len();
+    assert!(n > 16, "{n} links");
+    let text = r[0].to_string();
+    let links = text.lines().filter(|l| l.starts_with("-> #")).count();
+    assert_eq!(links, 16, "{text}");
+    assert!(
+        text.contains(&format!("... {} more links ...", n - 16)),
+        "{text}"
+    );
+    assert!(text.contains(&format!("-> #{} (", n - 1)), "{text}");
+    assert!(text.contains("-> #0 ("), "{text}");
+    assert!(!text.contains(&format!("-> #{} (", n - 9)), "{text}");
+    unlock(locks[0]);
+    unlock(locks[39]);
+    // A short one prints every link.
+    let (a, b) = (new_lock("short a"), new_lock("short b"));
+    pair(a, b);
+    lock(b);
+    lock(a);
+    let r = assert_reports!(Report::CircularDependency(_));
+    let text = r[0].to_string();
+    assert!(!text.contains("more links"), "{text}");
+    unlock(a);
+    unlock(b);
+}

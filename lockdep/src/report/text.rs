@@ -157,6 +157,10 @@ fn release_site(site: &Location<'_>) -> String {
     }
 }
 
+/// A cycle of more than twice this many links prints this many at each end and a count of
+/// the rest (all of them are in [`CircularDependency::cycle`]).
+const SHOWN_LINKS: usize = 8;
+
 fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     let title = "WARNING: possible circular locking dependency detected";
     acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
@@ -164,11 +168,15 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
     writeln!(f, "{TAGS}")?;
     let n = c.cycle.len();
-    for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
-        chain_link(f, k, d, "acquired", c.instance_order)?;
-    }
-    if let Some(d) = c.cycle.first() {
-        chain_link(f, 0, d, "being acquired", c.instance_order)?;
+    for (k, d) in c.cycle.iter().enumerate().rev() {
+        if n > 2 * SHOWN_LINKS && (SHOWN_LINKS..n - SHOWN_LINKS).contains(&k) {
+            if k == n - SHOWN_LINKS - 1 {
+                writeln!(f, "\n... {} more links ...", n - 2 * SHOWN_LINKS)?;
+            }
+            continue;
+        }
+        let what = if k == 0 { "being acquired" } else { "acquired" };
+        chain_link(f, k, d, what, c.instance_order)?;
     }
     writeln!(f, "\nother info that might help us debug this:\n")?;
     if c.instance_order {
