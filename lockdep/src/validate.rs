@@ -755,6 +755,13 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
                 break;
             }
         }
+        // A cycle closed here is a notification's (the condvar -> a held lock), not an
+        // acquisition's: its text says so.
+        for r in &mut reports {
+            if let Report::CircularDependency(c) = r {
+                c.notify = true;
+            }
+        }
         if valid {
             chain::global_insert(key, false);
         }

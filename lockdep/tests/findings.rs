@@ -157,3 +157,38 @@ fn a_long_cycle_prints_its_ends_and_counts_the_middle() {
     unlock(a);
     unlock(b);
 }
+
+/// With condvar tracking, a notification after taking a lock a waiter held is a cycle whose
+/// text says what happened: the thread notifies the condvar while holding the lock (it does
+/// not "hold" the condvar nor "acquire" the lock it holds).
+#[test]
+fn a_notification_cycle_says_notifying_while_holding() {
+    let _h = start();
+    let prev = lockdep::set_condvar_tracking(true);
+    let (other, m) = (new_lock("other"), new_lock("flag"));
+    let cv: &'static lockdep::CondvarMap = Box::leak(Box::new(lockdep::CondvarMap::named("cv")));
+    // The waiter: holds `other`, waits on cv under `flag`.
+    lock(other);
+    lock(m);
+    unlock(m);
+    lockdep::condvar_wait(cv, Location::caller());
+    lock(m);
+    unlock(m);
+    unlock(other);
+    assert_reports!();
+    // The notifier: takes `other`, then notifies.
+    lock(other);
+    let here = Location::caller();
+    lockdep::condvar_notify(cv, here);
+    let r = assert_reports!(Report::CircularDependency(c) if c.notify);
+    let text = r[0].to_string();
+    assert!(text.contains("is notifying condition variable:"), "{text}");
+    assert!(text.contains("while holding lock:"), "{text}");
+    assert!(!text.contains("already holding lock"), "{text}");
+    assert!(!text.contains("trying to acquire"), "{text}");
+    assert!(text.contains(&format!("(cv), at: {here}")), "{text}");
+    assert!(text.contains(&format!("cv notified at {here}")), "{text}");
+    assert!(text.contains("notify(cv);"), "{text}");
+    unlock(other);
+    lockdep::set_condvar_tracking(prev);
+}

@@ -280,6 +280,7 @@ pub(crate) fn circular(
         holding: lock(g, prev),
         cycle,
         instance_order: false,
+        notify: false,
         held: held(g, st),
         class_set: 0,
     })
@@ -317,6 +318,7 @@ pub(crate) fn instance_circular(
         holding: lock(g, prev),
         cycle,
         instance_order: true,
+        notify: false,
         held: held(g, st),
         class_set: 0,
     })

@@ -119,7 +119,11 @@ fn label(class: &str, i: &LockInstance) -> String {
     format!("{} {:#x}", i.name.unwrap_or(class), i.address)
 }
 
-/// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken.
+/// What [`chain_link`] is told for the new dependency of a condvar notification.
+const NOTIFIED: &str = "(notified)";
+
+/// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken
+/// ([`NOTIFIED`]: the new dependency of a condvar notification).
 fn chain_link(
     f: &mut fmt::Formatter<'_>,
     k: usize,
@@ -129,8 +133,15 @@ fn chain_link(
 ) -> fmt::Result {
     let (from, to) = ends(d, by_instance);
     writeln!(f, "\n-> #{k} ({to}):")?;
-    writeln!(f, "       {to} {acquired} at {} [{}]", d.to_site, d.kind)?;
-    writeln!(f, "       while holding {from} acquired at {}", d.from_site)?;
+    if acquired == NOTIFIED {
+        // The new dependency of a notification: `from` is the condvar, notified at
+        // `from_site`, after `to` was taken at `to_site`.
+        writeln!(f, "       {from} notified at {} [{}]", d.from_site, d.kind)?;
+        writeln!(f, "       while holding {to} acquired at {}", d.to_site)?;
+    } else {
+        writeln!(f, "       {to} {acquired} at {} [{}]", d.to_site, d.kind)?;
+        writeln!(f, "       while holding {from} acquired at {}", d.from_site)?;
+    }
     if !by_instance {
         writeln!(
             f,
@@ -163,8 +174,27 @@ const SHOWN_LINKS: usize = 8;
 
 fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     let title = "WARNING: possible circular locking dependency detected";
-    acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
-    writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
+    if c.notify {
+        // The new dependency is condvar -> held lock: the notifier took the lock before it
+        // notified, so a waiter of the condvar waits for that lock too.
+        banner(f, title)?;
+        writeln!(
+            f,
+            "{}/{} is notifying condition variable:",
+            c.thread.name, c.thread.id
+        )?;
+        lock_line(f, &c.holding)?;
+        writeln!(f, "\nwhile holding lock:")?;
+        lock_line(f, &c.acquiring)?;
+        writeln!(
+            f,
+            "\nso the condvar's waiters depend on that lock, which already depends on the \
+             condvar.\n\n"
+        )?;
+    } else {
+        acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
+        writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
+    }
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
     writeln!(f, "{TAGS}")?;
     let n = c.cycle.len();
@@ -175,7 +205,11 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
             }
             continue;
         }
-        let what = if k == 0 { "being acquired" } else { "acquired" };
+        let what = match k {
+            0 if c.notify => NOTIFIED,
+            0 => "being acquired",
+            _ => "acquired",
+        };
         chain_link(f, k, d, what, c.instance_order)?;
     }
     writeln!(f, "\nother info that might help us debug this:\n")?;
@@ -217,6 +251,15 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     writeln!(f, " Possible unsafe locking scenario:\n")?;
     writeln!(f, "       CPU0                    CPU1")?;
     writeln!(f, "       ----                    ----")?;
+    if c.notify {
+        // CPU0 waits holding what CPU1 must take before it notifies.
+        writeln!(f, "  lock({parent});")?;
+        writeln!(f, "  wait({held_name});")?;
+        writeln!(f, "                               {nv}({new_name});")?;
+        writeln!(f, "                               notify({held_name});")?;
+        writeln!(f, "\n *** DEADLOCK ***\n")?;
+        return held_block(f, &c.thread, &c.held);
+    }
     writeln!(f, "  {hv}({held_name});")?;
     writeln!(f, "                               lock({parent});")?;
     writeln!(f, "                               {hv}({held_name});")?;

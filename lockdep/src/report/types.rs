@@ -134,6 +134,11 @@ pub struct CircularDependency {
     /// ([`Nesting::InstanceOrder`](crate::Nesting::InstanceOrder)): every dependency is then
     /// between two instances of the same class, told apart by their `*_instance` fields.
     pub instance_order: bool,
+    /// True when the new dependency comes from a condvar notification (condvar tracking,
+    /// [`condvar_notify`](crate::condvar_notify)): `holding` is then the condvar, notified at
+    /// its site, and `acquiring` a lock the notifier already holds, which a waiter of the
+    /// condvar would wait for.
+    pub notify: bool,
     /// The thread's held locks, bottom first.
     pub held: Vec<LockDesc>,
     /// A hash of the cycle's set of classes: what makes two cycle reports the same report for
