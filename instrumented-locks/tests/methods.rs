@@ -57,6 +57,12 @@ fn force_unlock_of_an_unlocked_lock_is_a_bad_unlock_balance() {
     assert!(!m.is_locked());
     drop(m.lock());
     assert!(m.try_lock().is_some());
+    let r = ReentrantMutex::named(0u32, "never owned");
+    // SAFETY: as above.
+    unsafe { r.force_unlock() };
+    assert_reports!(Report::BadUnlockBalance { .. });
+    assert!(!r.is_locked());
+    drop(r.lock());
     let l = RwLock::named(0u32, "never read");
     // SAFETY: as above.
     unsafe { l.force_unlock_read() };
