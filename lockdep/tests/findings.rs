@@ -101,6 +101,7 @@ fn relocking_a_held_instance_under_another_subclass_is_recursive_locking() {
         let text = r[0].to_string();
         assert!(!text.contains("missing lock nesting"), "{text}");
         assert!(text.contains("that held lock itself"), "{text}");
+        assert!(text.contains("  lock(a);\n  lock(a);\n"), "{text}");
         unlock(a);
         unlock(b);
         unlock(a);

@@ -275,17 +275,18 @@ fn same_class(f: &mut fmt::Formatter<'_>, s: &SameClass, same_instance: bool) ->
     writeln!(f, " Possible unsafe locking scenario:\n")?;
     writeln!(f, "       CPU0")?;
     writeln!(f, "       ----")?;
-    writeln!(f, "  {}({});", s.holding.mode.verb(), s.holding.class_name)?;
-    writeln!(
-        f,
-        "  {}({});",
-        s.acquiring.mode.verb(),
-        s.acquiring.class_name
-    )?;
+    // One instance under two subclasses: the scenario names the instance, twice.
+    let across = same_instance && s.holding.class != s.acquiring.class;
+    let shown = |l: &LockDesc| match l.name {
+        Some(name) if across => name.to_owned(),
+        _ => l.class_name.clone(),
+    };
+    writeln!(f, "  {}({});", s.holding.mode.verb(), shown(&s.holding))?;
+    writeln!(f, "  {}({});", s.acquiring.mode.verb(), shown(&s.acquiring))?;
     writeln!(f, "\n *** DEADLOCK ***\n")?;
     if !same_instance {
         writeln!(f, " May be due to missing lock nesting notation\n")?;
-    } else if s.holding.class != s.acquiring.class {
+    } else if across {
         writeln!(
             f,
             " The lock being acquired is that held lock itself, under another subclass: a\n \
