@@ -206,8 +206,12 @@
 //!   a freed lock forgets its pairs, and at most [`MAX_INSTANCE_PAIRS`] are kept (reported as
 //!   a capacity exhaustion). The kernel's rule is [`Nesting::Strict`], globally
 //!   ([`set_nesting`]) or per key ([`LockClassKey::with_nesting`],
-//!   [`DynamicKey::with_nesting`]). The same instance taken again is always reported.
-//!   Limitation: instance pairs are kept only within a class; a nesting like `A1 -> B -> A2`
+//!   [`DynamicKey::with_nesting`]). The same instance taken again is always reported, also
+//!   under another subclass. Many instances of a class held at once in one order (every
+//!   shard of a table) cost one pair each, not one per held instance: while every held
+//!   instance has a path of exclusive pairs to the most recent one (an *ordered run*), a new
+//!   instance is checked against that one only, and a lock freed from the middle of such a
+//!   path leaves a pair across it. Limitation: instance pairs are kept only within a class; a nesting like `A1 -> B -> A2`
 //!   still makes the class dependencies `A -> B -> A`, a cycle.
 //! - **Dependencies**: acquiring `next` adds `prev -> next` for the top held lock and for every
 //!   trylock directly above the first non-trylock (`check_prevs_add()`). A trylock acquisition
