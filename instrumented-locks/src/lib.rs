@@ -203,7 +203,9 @@
 //! - A lock is identified by its address while held: moving an unlocked lock is fine, but
 //!   `mem::forget` of a guard followed by moving the lock loses track of it.
 //! - Locking through `raw()` is not seen. `force_unlock*` releases the entry a forgotten
-//!   guard left, if this thread has one.
+//!   guard left, on this thread or on the thread that forgot it (for a lock several threads
+//!   read, one of their entries); a lock that is not locked at all is reported as a bad
+//!   unlock balance at the caller and left alone.
 //! - With `send_guard`, a guard's lock stays on the acquiring thread's held stack while the
 //!   guard is away (until it is dropped): the locks that thread takes meanwhile depend on it.
 //!   A thread holding a guard that another thread acquired has no entry for it (lockdep does

@@ -36,6 +36,66 @@ fn force_unlock_releases_what_a_forgotten_guard_left() {
     assert_reports!();
 }
 
+/// `force_unlock` of a lock nobody holds (its raw lock is not locked) is a bad unlock
+/// balance at the caller's line, and leaves the lock usable.
+#[test]
+fn force_unlock_of_an_unlocked_lock_is_a_bad_unlock_balance() {
+    let _h = start();
+    let m = Mutex::named(0u32, "never locked");
+    let here = std::panic::Location::caller();
+    // SAFETY: deliberately broken contract: lockdep must report it, and the raw lock, which
+    // is not locked, is left alone.
+    unsafe { m.force_unlock() };
+    let r = assert_reports!(Report::BadUnlockBalance { .. });
+    let Report::BadUnlockBalance { releasing, .. } = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (releasing.site.file(), releasing.site.line()),
+        (file!(), here.line() + 3)
+    );
+    assert!(!m.is_locked());
+    drop(m.lock());
+    assert!(m.try_lock().is_some());
+    let r = ReentrantMutex::named(0u32, "never owned");
+    // SAFETY: as above.
+    unsafe { r.force_unlock() };
+    assert_reports!(Report::BadUnlockBalance { .. });
+    assert!(!r.is_locked());
+    drop(r.lock());
+    let l = RwLock::named(0u32, "never read");
+    // SAFETY: as above.
+    unsafe { l.force_unlock_read() };
+    assert_reports!(Report::BadUnlockBalance { .. });
+    drop(l.write());
+    assert_reports!();
+}
+
+/// A guard forgotten on one thread and force-unlocked on another: the entry leaves the
+/// forgetting thread's held stack exactly, so its later locks get no dependency from it and
+/// the lock's drop reports nothing.
+#[test]
+fn force_unlock_on_another_thread_releases_the_forgetting_threads_entry() {
+    let _h = start();
+    let m = std::sync::Arc::new(Mutex::named(0u32, "forgotten elsewhere"));
+    std::mem::forget(m.lock());
+    let m2 = m.clone();
+    // SAFETY: the mutex is locked by the guard forgotten above; no live guard owns it.
+    on_thread(move || unsafe { m2.force_unlock() });
+    assert!(!m.is_locked());
+    let n = Mutex::named(0u8, "after");
+    drop(n.lock());
+    assert!(!m.is_held_by_current_thread());
+    assert_eq!(held_count(), 0);
+    assert!(
+        lockdep::dependencies().is_empty(),
+        "{:?}",
+        lockdep::dependencies()
+    );
+    drop(m);
+    assert_reports!();
+}
+
 #[test]
 fn make_guard_unchecked_adopts_a_forgotten_entry_and_nothing_else() {
     let _h = start();

@@ -25,6 +25,7 @@
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`]; if the raw lock is still locked, [`check_held_lock_freed`] first (other threads' holders) |
 //! | a blocking acquisition that must wait (the raw try failed) | [`lock_contended`] before blocking, [`lock_acquired`] after |
 //! | a guard released on another thread than its acquirer | [`current_holder`] when acquiring, [`release_from`] when releasing; [`set_guards_movable`] |
+//! | force-unlock of a forgotten guard's lock (any thread) | [`force_release`] while the raw lock is locked, [`release`] (a bad unlock balance) if it is not |
 //! | async lock (a future that may wait) | [`task_acquire`] before the lock's future is first polled, [`task_release`] with its token on release or cancellation, [`task_set_held_mode`] for a downgrade |
 //! | a poll of a task (an executor's, or an instrumented future's) | [`TaskContext::enter`] before, [`PollScope::exit`]`(pending)` after |
 //!
@@ -205,8 +206,12 @@
 //!   a freed lock forgets its pairs, and at most [`MAX_INSTANCE_PAIRS`] are kept (reported as
 //!   a capacity exhaustion). The kernel's rule is [`Nesting::Strict`], globally
 //!   ([`set_nesting`]) or per key ([`LockClassKey::with_nesting`],
-//!   [`DynamicKey::with_nesting`]). The same instance taken again is always reported.
-//!   Limitation: instance pairs are kept only within a class; a nesting like `A1 -> B -> A2`
+//!   [`DynamicKey::with_nesting`]). The same instance taken again is always reported, also
+//!   under another subclass. Many instances of a class held at once in one order (every
+//!   shard of a table) cost one pair each, not one per held instance: while every held
+//!   instance has a path of exclusive pairs to the most recent one (an *ordered run*), a new
+//!   instance is checked against that one only, and a lock freed from the middle of such a
+//!   path leaves a pair across it. Limitation: instance pairs are kept only within a class; a nesting like `A1 -> B -> A2`
 //!   still makes the class dependencies `A -> B -> A`, a cycle.
 //! - **Dependencies**: acquiring `next` adds `prev -> next` for the top held lock and for every
 //!   trylock directly above the first non-trylock (`check_prevs_add()`). A trylock acquisition
@@ -354,7 +359,7 @@
 //
 // Every fixed size, with the reason for it.
 mod limits;
-// The placeholder site of a release by guard drop.
+// The placeholder sites of a release by guard drop and of an unregister by key drop.
 mod site;
 // `pthread_atfork` handlers: every internal lock is taken around a fork.
 mod fork;
@@ -438,15 +443,15 @@ pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
     load_suppressions, print_summary, set_policy, stale_suppressions, summary, suppress,
     suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, Dependency,
-    EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, Policy, Report,
-    ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
+    EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, MisuseSubject,
+    Policy, Report, ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
     SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TestScope, ThreadDesc,
     ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
 };
-pub use site::is_guard_drop;
+pub use site::{is_guard_drop, is_key_drop};
 pub use task::{
     current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext, TaskHeld,
 };
@@ -577,6 +582,33 @@ pub fn release_from(holder: Option<Holder>, map: &LockMap) {
             thread::post_release(h, map.instance());
         }
         _ => release_guard(map),
+    }
+}
+
+/// Releases the lock `map` for a lock wrapper's `force_unlock` (lock_api's, after a guard was
+/// forgotten), whichever thread holds it: this thread's entry if it has one ([`release`] at
+/// `site`); otherwise the topmost entry of another thread that holds it leaves that thread's
+/// held stack exactly, as with [`release_from`] (a shared lock several threads hold loses one
+/// of their entries); otherwise nothing happens (the lock was taken without validation or
+/// through its raw lock). Call it while the raw lock is still locked; for a raw lock that is
+/// not locked at all, call [`release`], which reports [`Report::BadUnlockBalance`].
+///
+/// Cost: when this thread holds no entry of `map`, a copy of every thread's shared record that
+/// holds anything. Thread-safe.
+pub fn force_release(map: &LockMap, site: &'static Location<'static>) {
+    if is_held(map) {
+        release(map, site);
+        return;
+    }
+    let me = thread::current_holder();
+    let instance = map.instance();
+    let holder = thread::snapshots()
+        .into_iter()
+        .filter(|s| Some(s.holder) != me)
+        .find(|s| s.split().0.iter().any(|e| e.instance == instance))
+        .map(|s| s.holder);
+    if let Some(h) = holder {
+        release_from(Some(h), map);
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use crate::class::{name, ClassCache, ClassId, KeyRef, StaticKey, TypeName};
 use crate::graph_lock::graph_lock;
-use crate::keys::{misuse, DynamicKey, LockClassKey};
+use crate::keys::{DynamicKey, LockClassKey};
 use crate::report::KeyMisuse;
 use crate::thread;
 
@@ -160,7 +160,7 @@ impl LockMap {
     #[track_caller]
     pub fn with_dynamic_key(name: &'static str, key: &DynamicKey) -> LockMap {
         if !key.is_registered() {
-            misuse::report(KeyMisuse::NotRegistered, key.name(), Location::caller());
+            key.report_misuse(KeyMisuse::NotRegistered, Location::caller());
         }
         LockMap::from_key(name, !name.is_empty(), key.key_ref())
     }

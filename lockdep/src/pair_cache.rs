@@ -9,17 +9,58 @@
 //! its class and its kind, and emptied whenever the global pair epoch
 //! ([`nesting::pair_epoch`](crate::nesting)) moves: a freed lock that had pairs, a change of
 //! the nesting rule, or a reset.
+//!
+//! Beside the pairs, a few **ordered runs**: for a class whose held instances were taken in an
+//! order the instance graph already has (each one's pair from every earlier one, or a path of
+//! pairs to it), the run names that set of held instances (by a fingerprint of their
+//! addresses) and its most recent member, the top. While the same instances
+//! are held, every one of them has a path of exclusive pairs to the top, so a new instance
+//! needs only its pair with the top: holding N shards of a sharded map costs one pair check
+//! per acquisition, not N. A run is per class, checked under one pair epoch (emptied with the
+//! pairs), and trusted only while the fingerprint of the held instances matches.
 
 use crate::class::ClassId;
 use crate::limits::LOCAL_PAIR_SLOTS as SLOTS;
 use crate::mode::Kind;
+
+/// The number of ordered runs kept (direct-mapped by class): a few classes nested in
+/// themselves at once (shards, and a lock inside each shard) keep theirs.
+const RUNS: usize = 4;
+
+/// An ordered run of one class (see the module docs).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Run {
+    class: ClassId,
+    /// [`fingerprint`] of the held instances of the class, the top included.
+    held: u64,
+    /// The top's instance.
+    top: usize,
+}
+
+/// Adds `instance` to the fingerprint `fp` of a set of a class's held instances (0 for the
+/// empty set). A sum of per-instance hashes: the same set gives the same fingerprint in any
+/// order, and the terms are independent, so a scan of a deep stack is not one long chain of
+/// multiplications.
+#[inline]
+pub(crate) fn fingerprint(fp: u64, instance: usize) -> u64 {
+    let x = (instance as u64 ^ (instance as u64 >> 31)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    fp.wrapping_add(x ^ (x >> 29))
+}
 
 /// A thread's checked instance pairs.
 pub(crate) struct PairCache {
     /// The pair epoch the entries were checked under.
     epoch: u64,
     slots: [u64; SLOTS],
+    runs: [Option<Run>; RUNS],
+    /// A scan of the held stack for a run that the fast path of an acquisition made and the
+    /// slow path of the same acquisition reuses: (tag of the acquisition, the scan's result).
+    scan: Option<(u64, Option<(u64, usize)>)>,
 }
+
+/// What a scan for a run found: the fingerprint of the held instances of the class and the
+/// stack index of the most recent one, or `None` (no candidate run).
+pub(crate) type Scan = Option<(u64, usize)>;
 
 /// The slot value of a pair: never 0 (an empty slot).
 #[inline]
@@ -41,6 +82,8 @@ impl PairCache {
         PairCache {
             epoch: 0,
             slots: [0; SLOTS],
+            runs: [None; RUNS],
+            scan: None,
         }
     }
 
@@ -49,8 +92,37 @@ impl PairCache {
     pub(crate) fn sync(&mut self, epoch: u64) {
         if self.epoch != epoch {
             self.slots = [0; SLOTS];
+            self.runs = [None; RUNS];
             self.epoch = epoch;
         }
+    }
+
+    /// True if the held instances of `class` with fingerprint `held` (see [`fingerprint`])
+    /// and most recent instance `top` are an ordered run checked under `epoch`: each has a
+    /// path of exclusive pairs to `top`.
+    #[inline]
+    pub(crate) fn is_run(&self, epoch: u64, class: ClassId, held: u64, top: usize) -> bool {
+        self.epoch == epoch && self.runs[run_slot(class)] == Some(Run { class, held, top })
+    }
+
+    /// Keeps `scan`, the scan made for the acquisition `tag`, for its slow path.
+    pub(crate) fn keep_scan(&mut self, tag: u64, scan: Scan) {
+        self.scan = Some((tag, scan));
+    }
+
+    /// The scan kept for the acquisition `tag`, if any; forgets whatever was kept (a scan is
+    /// good for one acquisition only).
+    pub(crate) fn take_scan(&mut self, tag: u64) -> Option<Scan> {
+        match self.scan.take() {
+            Some((t, scan)) if t == tag => Some(scan),
+            _ => None,
+        }
+    }
+
+    /// Remembers that the held instances of `class` with fingerprint `held`, the most recent
+    /// `top`, are an ordered run; call [`sync`](Self::sync) first.
+    pub(crate) fn set_run(&mut self, class: ClassId, held: u64, top: usize) {
+        self.runs[run_slot(class)] = Some(Run { class, held, top });
     }
 
     /// True if `from -> to` of class `class` and this kind was checked (in this epoch).
@@ -68,7 +140,14 @@ impl PairCache {
 
     pub(crate) fn clear(&mut self) {
         self.slots = [0; SLOTS];
+        self.runs = [None; RUNS];
+        self.scan = None;
     }
+}
+
+#[inline]
+fn run_slot(class: ClassId) -> usize {
+    class.to_bits() as usize % RUNS
 }
 
 #[cfg(test)]

@@ -44,13 +44,13 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
         return ClassId::NONE;
     }
     if subclass >= MAX_SUBCLASSES {
-        misuse::report(KeyMisuse::InvalidSubclass, map.name(), site);
+        misuse::report_lock(KeyMisuse::InvalidSubclass, map.name(), site);
         return ClassId::NONE;
     }
     if let KeyRef::Dynamic { addr, serial } = key {
         // The lock-free, hazard-pointer-protected lookup (kernel: `is_dynamic_key()`).
         if !lookup::is_registered(addr, serial) {
-            misuse::report(KeyMisuse::NotRegistered, map.name(), site);
+            misuse::report_lock(KeyMisuse::NotRegistered, map.name(), site);
             return ClassId::NONE;
         }
     }
@@ -63,7 +63,7 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
                 // graph lock, so this answer is final.
                 if !lookup::is_registered_locked(&g, addr, serial) {
                     drop(g);
-                    misuse::report(KeyMisuse::NotRegistered, map.name(), site);
+                    misuse::report_lock(KeyMisuse::NotRegistered, map.name(), site);
                     return ClassId::NONE;
                 }
             }

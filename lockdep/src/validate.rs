@@ -25,6 +25,7 @@ use crate::held::{HeldLock, ThreadState};
 use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
 use crate::nesting::{self, Nesting};
+use crate::pair_cache::{self, Scan};
 use crate::report::{self, build, episode, Capacity, Report};
 use crate::resolve::{self, resolve_class};
 use crate::settings;
@@ -227,6 +228,13 @@ impl Acquiring {
             nest: h.nest_lock,
         }
     }
+
+    /// Tells this acquisition, at stack depth `depth`, from others (for a kept scan).
+    fn tag(self, depth: usize) -> u64 {
+        let mut h = DefaultHasher::new();
+        (self.class, self.instance, self.mode, self.nest, depth).hash(&mut h);
+        h.finish()
+    }
 }
 
 /// The rest of a chain-cache lookup after the thread's cache did not give a plain hit for
@@ -245,7 +253,11 @@ fn cached_elsewhere(st: &mut ThreadState, key: u64, local: Hit, next: Acquiring)
             true
         }
         Hit::Nested => {
-            if !pairs_checked(st, next) {
+            let scan = run_of(st, next);
+            if !pairs_checked(st, next, scan) {
+                // The slow path comes next, for this same acquisition: it reuses the scan.
+                let tag = next.tag(st.depth());
+                st.pairs.keep_scan(tag, scan);
                 return false;
             }
             if local == Hit::Miss {
@@ -256,12 +268,55 @@ fn cached_elsewhere(st: &mut ThreadState, key: u64, local: Hit, next: Acquiring)
     }
 }
 
+/// The held locks of `next`'s class as a candidate ordered run (see [`pair_cache`]): the
+/// fingerprint of their instances and the stack index of the most recent one. `None` unless
+/// there is one, all of them and `next` are held exclusively, `next` has no nest_lock (only
+/// exclusive pairs make paths that a pair with the top extends) and its instance is not held
+/// at all (in any class: under another subclass too).
+fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
+    if next.mode != Mode::Exclusive || next.nest != 0 {
+        return None;
+    }
+    let mut fp = 0;
+    let mut top = None;
+    for (i, h) in st.entries().iter().enumerate() {
+        if h.instance == next.instance {
+            return None;
+        }
+        if h.class != next.class {
+            continue;
+        }
+        if h.mode != Mode::Exclusive {
+            return None;
+        }
+        fp = pair_cache::fingerprint(fp, h.instance);
+        top = Some(i);
+    }
+    top.map(|i| (fp, i))
+}
+
 /// For a chain that nests `next`'s class in itself: true if every held lock of that class is
 /// either the same instance held compatibly, or another instance whose pair with `next` this
-/// thread checked before (or that a held nest_lock serializes). No lock taken.
+/// thread checked before (or that a held nest_lock serializes); or if they are an ordered run
+/// whose top's pair with `next` this thread checked (then the run grows by `next`). `scan`
+/// is [`run_of`]`(st, next)`. No lock taken.
 #[inline(never)]
-fn pairs_checked(st: &mut ThreadState, next: Acquiring) -> bool {
-    st.pairs.sync(nesting::pair_epoch());
+fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
+    let epoch = nesting::pair_epoch();
+    st.pairs.sync(epoch);
+    if let Some((fp, i)) = scan {
+        let top = st.entries()[i].instance;
+        let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
+        if st.pairs.is_run(epoch, next.class, fp, top) {
+            if !st.pairs.contains(top, next.instance, next.class, kind) {
+                // The loop below would miss on the top's pair too.
+                return false;
+            }
+            let grown = pair_cache::fingerprint(fp, next.instance);
+            st.pairs.set_run(next.class, grown, next.instance);
+            return true;
+        }
+    }
     let pairs = &st.pairs;
     st.entries()
         .iter()
@@ -301,13 +356,21 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
         let key = st.next(entry).key();
         // A chain that nests a class in itself is cached with a mark (see `chain`).
         let nested = st.entries().iter().any(|h| h.class == entry.class);
+        let me = Acquiring::of(&entry);
+        // Taken whether used or not: a kept scan is good for this acquisition only.
+        let kept = st.pairs.take_scan(me.tag(st.depth()));
+        let scan = if nested {
+            kept.unwrap_or_else(|| run_of(st, me))
+        } else {
+            None
+        };
         let hit = match st.cache.lookup(key) {
             Hit::Miss => chain::global_lookup(key),
             h => h,
         };
         match hit {
             Hit::Plain if !nested => return reports,
-            Hit::Nested if nested && pairs_checked(st, Acquiring::of(&entry)) => {
+            Hit::Nested if nested && pairs_checked(st, me, scan) => {
                 st.cache.insert(key, true);
                 return reports;
             }
@@ -316,7 +379,7 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
         let mut g = graph_lock();
         let epoch = nesting::pair_epoch();
         let mut checked = Vec::new();
-        let verdict = validate_chain(&mut g, st, &entry, &mut reports, &mut checked);
+        let verdict = validate_chain(&mut g, st, &entry, scan, &mut reports, &mut checked);
         if verdict == Verdict::Valid {
             chain::global_insert(key, nested);
         }
@@ -333,6 +396,14 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
                 st.mark_paired(i);
             }
             map.mark_paired();
+            // The pair with the top checked, so every held instance of the class has a path
+            // to `entry` now (each had its own pair, or the run had a path to the top).
+            if let Some((fp, top)) = scan {
+                if verdict == Verdict::Valid && checked.iter().any(|&(i, _)| i == top) {
+                    let grown = pair_cache::fingerprint(fp, entry.instance);
+                    st.pairs.set_run(entry.class, grown, entry.instance);
+                }
+            }
         }
         reports
     });
@@ -402,6 +473,7 @@ fn validate_chain(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
+    scan: Scan,
     reports: &mut Vec<Report>,
     checked: &mut Vec<(usize, Kind)>,
 ) -> Verdict {
@@ -410,7 +482,7 @@ fn validate_chain(
         return Verdict::Invalid;
     }
     let trace = LazyTrace::new();
-    match check_deadlock(g, st, next, reports, checked, &trace) {
+    match check_deadlock(g, st, next, scan, reports, checked, &trace) {
         SameClassHeld::Deadlock => Verdict::Invalid,
         SameClassHeld::Serialized => Verdict::Valid,
         SameClassHeld::No => check_prevs_add(g, st, next, reports, &trace),
@@ -427,6 +499,7 @@ fn check_deadlock(
     g: &mut Global,
     st: &ThreadState,
     next: &HeldLock,
+    run: Scan,
     reports: &mut Vec<Report>,
     checked: &mut Vec<(usize, Kind)>,
     trace: &LazyTrace,
@@ -437,9 +510,22 @@ fn check_deadlock(
             .enumerate()
             .filter(|(_, h)| h.class == next.class)
     };
-    // The same instance first: it is the certain deadlock.
-    let recursive =
-        same_class().find(|(_, h)| h.instance == next.instance && blocks(next.mode, h.mode));
+    // A candidate ordered run (`run`, [`run_of`] of `next`) holds no instance of `next`.
+    // The same instance first: it is the certain deadlock, also when it is held under
+    // another subclass (`lock_nested` of a held lock), which no annotation makes valid.
+    let recursive = if run.is_some() {
+        None
+    } else {
+        same_class()
+            .find(|(_, h)| h.instance == next.instance && blocks(next.mode, h.mode))
+            .or_else(|| {
+                st.entries().iter().enumerate().find(|(_, h)| {
+                    h.instance == next.instance
+                        && h.class != next.class
+                        && blocks(next.mode, h.mode)
+                })
+            })
+    };
     if let Some((_, held)) = recursive {
         reports.push(build::same_class(&g.graph, st, held, next));
         return SameClassHeld::Deadlock;
@@ -466,6 +552,22 @@ fn check_deadlock(
         }
         Nesting::InstanceOrder if next.nest_lock != 0 => SameClassHeld::Serialized,
         Nesting::InstanceOrder => {
+            // An ordered run: every held instance has a path to the top, so the pair with
+            // the top is the only new one a cycle could need.
+            if let Some((fp, i)) = run {
+                let held = &st.entries()[i];
+                if st
+                    .pairs
+                    .is_run(nesting::pair_epoch(), next.class, fp, held.instance)
+                {
+                    let kind = Kind::of(held.mode, next.mode);
+                    if !check_pair_add(g, st, held, next, kind, reports, trace) {
+                        return SameClassHeld::Deadlock;
+                    }
+                    checked.push((i, kind));
+                    return SameClassHeld::No;
+                }
+            }
             for (i, held) in others() {
                 let kind = Kind::of(held.mode, next.mode);
                 if !check_pair_add(g, st, held, next, kind, reports, trace) {
@@ -651,6 +753,13 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
             if !check_prev_add(&mut g, st, &from, next, &mut reports, &trace) {
                 valid = false;
                 break;
+            }
+        }
+        // A cycle closed here is a notification's (the condvar -> a held lock), not an
+        // acquisition's: its text says so.
+        for r in &mut reports {
+            if let Report::CircularDependency(c) = r {
+                c.notify = true;
             }
         }
         if valid {

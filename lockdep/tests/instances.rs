@@ -12,11 +12,14 @@ use std::time::Duration;
 use common::*;
 use lockdep::{Capacity, CircularDependency, DynamicKey, LockClassKey, LockMap, Nesting, Report};
 
-/// `n` leaked maps of one class (one construction line).
+/// A map of the class of [`accounts`] (one construction line).
+fn account() -> LockMap {
+    LockMap::of_type::<u64>("Mutex")
+}
+
+/// `n` leaked maps of one class.
 fn accounts(n: usize) -> Vec<&'static LockMap> {
-    (0..n)
-        .map(|_| &*Box::leak(Box::new(LockMap::of_type::<u64>("Mutex"))))
-        .collect()
+    (0..n).map(|_| &*Box::leak(Box::new(account()))).collect()
 }
 
 fn addr(m: &LockMap) -> usize {
@@ -376,4 +379,80 @@ fn a_cross_pool_cycle_report_tells_the_pools_apart() {
     let text = r[0].to_string();
     assert!(text.contains("\"pool1.item\""), "{text}");
     assert!(text.contains("\"pool2.item\""), "{text}");
+}
+
+/// Many instances of one class held at once in one order (every shard of a sharded map): an
+/// ordered run, so each acquisition adds one pair, with its predecessor, not one per held
+/// instance; a second round adds none. 400 shards held together would need 79,800 pairs one
+/// per held instance, past the cap.
+#[test]
+fn holding_every_shard_in_order_records_one_pair_per_shard() {
+    let _h = start();
+    lockdep::set_max_depth(512);
+    let shards = accounts(400);
+    for _round in 0..2 {
+        for s in &shards {
+            lock(s);
+        }
+        for s in shards.iter().rev() {
+            unlock(s);
+        }
+        assert_eq!(lockdep::stats().instance_pairs, 399);
+    }
+    assert_reports!();
+    // Any later shard taken before an earlier one still closes a cycle, through the run.
+    lock(shards[300]);
+    lock(shards[7]);
+    let r = assert_reports!(Report::CircularDependency(_));
+    assert!(circular(&r[0]).instance_order);
+    unlock(shards[7]);
+    unlock(shards[300]);
+}
+
+/// A run is trusted only while exactly its instances are held: one released from the middle,
+/// or one held in another mode, and the next acquisition is checked against every held
+/// instance again.
+#[test]
+fn a_run_with_a_hole_or_a_reader_is_checked_in_full() {
+    let _h = start();
+    let s = accounts(5);
+    lock(s[0]);
+    lock(s[1]);
+    lock(s[2]);
+    unlock(s[1]);
+    lock(s[3]); // pairs 0 -> 3 and 2 -> 3
+    assert_eq!(lockdep::stats().instance_pairs, 4);
+    unlock(s[3]);
+    unlock(s[2]);
+    unlock(s[0]);
+    read(s[0]);
+    lock(s[1]);
+    lock(s[4]); // s[0] is read-held: 0 -> 4 (shared) and 1 -> 4
+    assert_eq!(lockdep::stats().instance_pairs, 7);
+    unlock(s[4]);
+    unlock(s[1]);
+    unlock(s[0]);
+    assert_reports!();
+}
+
+/// A lock freed from the middle of a run leaves the order of the others: the run recorded
+/// 0 -> 1 and 1 -> 2 only, and 2 then 0 is still a cycle after 1 is gone.
+#[test]
+fn a_lock_freed_from_the_middle_of_a_run_keeps_the_order_around_it() {
+    let _h = start();
+    let (a, c) = (accounts(1)[0], accounts(1)[0]);
+    let b = Box::new(account());
+    lock(a);
+    lock(&b);
+    lock(c);
+    unlock(c);
+    unlock(&b);
+    unlock(a);
+    drop(b);
+    assert_reports!();
+    lock(c);
+    lock(a);
+    assert_reports!(Report::CircularDependency(_));
+    unlock(a);
+    unlock(c);
 }

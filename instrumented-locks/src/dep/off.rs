@@ -62,7 +62,11 @@ impl Dep {
         Track
     }
     #[inline(always)]
-    pub(crate) fn force_release(&self, _site: Site) {}
+    pub(crate) fn release_own(&self, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn force_release(&self, _locked: bool, _site: Site) -> bool {
+        true
+    }
     #[inline(always)]
     pub(crate) fn assert_held(&self) {}
     #[inline(always)]

@@ -126,13 +126,32 @@ impl Dep {
         }
     }
 
-    /// `force_unlock*`: releases this thread's held-lock entry of the lock, if it has one
-    /// (the entry of a forgotten guard), silently otherwise.
+    /// Releases this thread's held-lock entry of the lock, if it has one, silently otherwise
+    /// (a reentrant mutex's last level went without its outermost guard).
     #[inline]
-    pub(crate) fn force_release(&self, site: Site) {
+    pub(crate) fn release_own(&self, site: Site) {
         if crate::is_enabled() && lockdep::is_held(&self.map) {
             lockdep::release(&self.map, site);
         }
+    }
+
+    /// `force_unlock*`, told whether the raw lock was `locked` just before: releases the
+    /// entry a forgotten guard left, on this thread or on the thread that forgot it
+    /// (`lockdep::force_release`); silent if no thread has one. A raw lock that is not locked
+    /// gives lockdep's "bad unlock balance" at `site` (unless this thread still has an entry
+    /// of the lock, which then goes silently). Returns whether the caller may unlock the raw
+    /// lock: not when it was not locked.
+    #[inline]
+    pub(crate) fn force_release(&self, locked: bool, site: Site) -> bool {
+        if !crate::is_enabled() {
+            return true;
+        }
+        if locked {
+            lockdep::force_release(&self.map, site);
+        } else {
+            lockdep::release(&self.map, site);
+        }
+        locked
     }
 
     #[track_caller]

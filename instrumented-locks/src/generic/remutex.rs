@@ -150,7 +150,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         track.release(&self.dep, site);
         unlock(&self.inner);
         if !outermost && !self.inner.is_owned_by_current_thread() {
-            self.dep.force_release(site);
+            self.dep.release_own(site);
         }
     }
 
@@ -215,7 +215,9 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     }
 
     /// Releases one level without a guard (after `mem::forget` of one); if it was the
-    /// thread's last level, this thread's held-lock entry of the mutex goes too.
+    /// thread's last level, this thread's held-lock entry of the mutex goes too. If the
+    /// calling thread owns no level, lockdep reports a bad unlock balance at the caller and
+    /// the mutex is left alone.
     ///
     /// # Safety
     ///
@@ -223,9 +225,18 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     #[inline]
     #[track_caller]
     pub unsafe fn force_unlock(&self) {
+        if !self.owns_a_level(here()) {
+            return;
+        }
         // SAFETY: the caller's contract is `release_level`'s; lock_api's `force_unlock`
         // releases one level (the caller owns one).
         unsafe { self.release_level(Track::NONE, here(), |m| m.force_unlock()) }
+    }
+
+    /// For a force-unlock at `site`: true if the calling thread owns a level; else reports
+    /// the bad unlock balance (the validator's, when validation is on) and returns false.
+    fn owns_a_level(&self, site: crate::dep::Site) -> bool {
+        self.inner.is_owned_by_current_thread() || self.dep.force_release(false, site)
     }
 }
 
@@ -239,6 +250,9 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     #[inline]
     #[track_caller]
     pub unsafe fn force_unlock_fair(&self) {
+        if !self.owns_a_level(here()) {
+            return;
+        }
         // SAFETY: as in `force_unlock`.
         unsafe { self.release_level(Track::NONE, here(), |m| m.force_unlock_fair()) }
     }

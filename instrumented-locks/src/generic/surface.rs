@@ -229,8 +229,9 @@ macro_rules! validator_queries {
 }
 pub(crate) use validator_queries;
 
-/// `force_unlock*` methods: release this thread's held-lock entry of the lock (the entry a
-/// forgotten guard left), if it has one, then lock_api's method of the same name.
+/// `force_unlock*` methods: release the held-lock entry a forgotten guard left (on this
+/// thread or the one that forgot it), then lock_api's method of the same name. A lock that is
+/// not locked at all is reported as a bad unlock balance at the caller and left alone.
 macro_rules! force_unlocks {
     ($($(#[$m:meta])* $name:ident;)*) => {$(
         $(#[$m])*
@@ -242,9 +243,11 @@ macro_rules! force_unlocks {
         #[inline]
         #[track_caller]
         pub unsafe fn $name(&self) {
-            self.dep.force_release($crate::generic::here());
-            // SAFETY: the caller takes over lock_api's contract.
-            unsafe { self.inner.$name() }
+            let locked = self.inner.is_locked();
+            if self.dep.force_release(locked, $crate::generic::here()) {
+                // SAFETY: the caller takes over lock_api's contract.
+                unsafe { self.inner.$name() }
+            }
         }
     )*};
 }

@@ -133,6 +133,11 @@ impl Instances {
 
     /// Forgets every pair into or out of `instance`, in every class (its lock is freed or
     /// re-initialised), and invalidates the threads' caches of checked pairs.
+    ///
+    /// The order the instance stood for between others stays: for each pair `a -> instance`
+    /// and `instance -> b` that make a strong path, `a -> b` is recorded in their place (a
+    /// thread that held `a`, `instance` and `b` in an ordered run recorded only the pairs
+    /// with the run's top, so `a -> b` may have been known only through `instance`).
     pub fn forget(&mut self, instance: usize) {
         let Some(classes) = self.of_instance.remove(&instance) else {
             return;
@@ -145,21 +150,29 @@ impl Instances {
                 continue;
             };
             let mut touched = Vec::new();
+            let mut outs = Vec::new();
             for (to, edge) in node.after {
                 self.pairs -= edge.kinds().count();
                 if let Some(t) = ci.nodes.get_mut(&to) {
                     t.before.remove(&instance);
                     touched.push(to);
+                    outs.push((to, edge));
                 }
             }
+            let mut ins = Vec::new();
             for from in node.before {
                 if let Some(f) = ci.nodes.get_mut(&from) {
                     if let Some(edge) = f.after.remove(&instance) {
                         self.pairs -= edge.kinds().count();
+                        ins.push((from, edge));
                     }
                     touched.push(from);
                 }
             }
+            self.bypass(class, &ins, &outs);
+            let Some(ci) = self.classes.get_mut(&class) else {
+                continue;
+            };
             // Nodes left with no pair go too, so memory follows the pairs.
             for n in touched {
                 if ci
@@ -181,6 +194,44 @@ impl Instances {
             }
         }
         bump_pair_epoch();
+    }
+
+    /// Records `a -> b` in class slot `class` for each pair `a -> x` in `ins` and `x -> b` in
+    /// `outs` (the pairs of a forgotten instance `x`) whose kinds make a strong path, with the
+    /// kind of that path (`a`'s holding, `b`'s acquisition) and the sites of its two ends.
+    /// Past [`MAX_INSTANCE_PAIRS`] the rest is dropped, as any new pair is.
+    fn bypass(&mut self, class: u32, ins: &[(usize, Edge)], outs: &[(usize, Edge)]) {
+        for (a, e_in) in ins {
+            for (b, e_out) in outs {
+                if a == b {
+                    continue;
+                }
+                for k1 in e_in.kinds() {
+                    for k2 in e_out.kinds() {
+                        if !k2.may_follow(k1.acquirer) {
+                            continue;
+                        }
+                        let (Some(s1), Some(s2)) = (e_in.sites(k1), e_out.sites(k2)) else {
+                            continue;
+                        };
+                        let kind = Kind {
+                            holder: k1.holder,
+                            acquirer: k2.acquirer,
+                        };
+                        let sites = EdgeSites {
+                            prev: s1.prev,
+                            next: s2.next,
+                            prev_lock: s1.prev_lock,
+                            next_lock: s2.next_lock,
+                            trace: s1.trace.clone(),
+                        };
+                        if self.add(class, *a, *b, kind, sites).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Forgets the pairs of class slot `class` (the class is zapped).
@@ -245,15 +296,42 @@ mod tests {
     fn a_forgotten_instance_takes_its_pairs_and_lonely_nodes_with_it() {
         let mut i = Instances::default();
         i.add(1, 0x10, 0x20, EN, sites()).unwrap();
-        i.add(1, 0x20, 0x30, EN, sites()).unwrap();
         i.add(2, 0x20, 0x40, EN, sites()).unwrap();
+        i.add(3, 0x50, 0x20, EN, sites()).unwrap();
         i.forget(0x20);
         assert_eq!(i.pair_count(), 0);
-        assert!(i.class(1).is_none() && i.class(2).is_none());
+        assert!(i.class(1).is_none() && i.class(2).is_none() && i.class(3).is_none());
         assert!(i.of_instance.is_empty());
         // A new lock at 0x20 starts clean: no path through it.
         i.add(1, 0x30, 0x20, EN, sites()).unwrap();
         assert!(strong_path(i.class(1).unwrap(), 0x20, 0x10, EN).is_none());
+    }
+
+    #[test]
+    fn a_forgotten_instance_leaves_the_order_it_stood_between() {
+        let mut i = Instances::default();
+        i.add(1, 0x10, 0x20, EN, sites()).unwrap();
+        i.add(1, 0x20, 0x30, EN, sites()).unwrap();
+        i.forget(0x20);
+        assert_eq!(i.pair_count(), 1);
+        assert!(i.has(1, 0x10, 0x30, EN));
+        assert!(!i.of_instance.contains_key(&0x20));
+        // 0x30 -> 0x10 still closes a cycle.
+        assert!(strong_path(i.class(1).unwrap(), 0x30, 0x10, EN).is_some());
+        // A path that is not strong leaves no pair: a recursive read acquired, then held
+        // shared before the next lock.
+        let sr = Kind {
+            holder: crate::mode::Hold::E,
+            acquirer: Mode::RecursiveRead,
+        };
+        let sn = Kind {
+            holder: crate::mode::Hold::S,
+            acquirer: Mode::Exclusive,
+        };
+        i.add(2, 0x10, 0x20, sr, sites()).unwrap();
+        i.add(2, 0x20, 0x30, sn, sites()).unwrap();
+        i.forget(0x20);
+        assert!(i.class(2).is_none());
     }
 
     #[test]

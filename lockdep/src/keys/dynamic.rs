@@ -12,6 +12,7 @@ use crate::class::KeyRef;
 use crate::graph_lock::graph_lock;
 use crate::nesting::Nesting;
 use crate::report::{ClassRef, KeyMisuse};
+use crate::site;
 use crate::thread;
 
 /// A lock class key created at run time (the kernel's dynamically allocated
@@ -145,9 +146,10 @@ impl DynamicKey {
         let mut g = graph_lock();
         if lookup::is_registered_locked(&g, self.addr(), self.node().serial) {
             drop(g);
-            misuse::report(KeyMisuse::DoubleRegister, self.name(), site);
+            self.report_misuse(KeyMisuse::DoubleRegister, site);
             return;
         }
+        self.node().set_registered_at(site);
         table::link(&mut g, self.node);
     }
 
@@ -169,9 +171,9 @@ impl DynamicKey {
         // stack too, in case it has no record (past the record limit).
         let holders = thread::key_holders(key);
         if !holders.is_empty() {
-            misuse::report_held(self.name(), site, holders);
+            misuse::report_held(self.name(), site, self.node().registered_at(), holders);
         } else if thread::holds_key(key) {
-            misuse::report(KeyMisuse::UnregisterWhileHeld, self.name(), site);
+            self.report_misuse(KeyMisuse::UnregisterWhileHeld, site);
         }
         // Unlink and zap under the graph lock (a class of the key can then never be created
         // again: class creation checks registration under the same lock), then, with the
@@ -188,14 +190,23 @@ impl DynamicKey {
             true
         });
         if unknown && report_unknown {
-            misuse::report(KeyMisuse::UnknownKey, self.name(), site);
+            self.report_misuse(KeyMisuse::UnknownKey, site);
         }
+    }
+
+    /// Reports `kind` for this key at `site`, with its registration site if known.
+    pub(crate) fn report_misuse(&self, kind: KeyMisuse, site: &'static Location<'static>) {
+        misuse::report_key(kind, self.name(), site, self.node().registered_at());
     }
 }
 
+/// Unregisters the key. A `Drop` cannot be `#[track_caller]`, so reports of this unregister
+/// name lockdep's placeholder site, shown as "(key drop)" (see [`is_key_drop`](crate::is_key_drop)),
+/// with the key's registration site; call [`DynamicKey::unregister`] first to have the report
+/// name the caller.
 impl Drop for DynamicKey {
     fn drop(&mut self) {
-        self.unregister_inner(false, Location::caller());
+        self.unregister_inner(false, site::key_drop());
         // SAFETY: the node is unlinked (unregister above, or never registered) and a grace
         // period of its bucket has passed since, so no reader is on it; `self` is its only
         // owner and is going away.

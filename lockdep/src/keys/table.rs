@@ -7,6 +7,7 @@
 //! [`lookup`](super::lookup); the grace-period wait before a node is freed is
 //! [`sync`](super::sync)'s.
 
+use std::panic::Location;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,6 +29,8 @@ pub(crate) struct KeyNode {
     pub name: Arc<str>,
     /// The nesting rule the key fixes for its classes, if any.
     pub nesting: Option<Nesting>,
+    /// Where the key was last registered (null before), for misuse reports.
+    registered_at: AtomicPtr<Location<'static>>,
 }
 
 static BUCKETS: [AtomicPtr<KeyNode>; KEY_BUCKETS] =
@@ -55,8 +58,26 @@ impl KeyNode {
             magic: AtomicU64::new(MAGIC_LIVE),
             name: Arc::from(name),
             nesting,
+            registered_at: AtomicPtr::new(ptr::null_mut()),
         });
         NonNull::from(Box::leak(node))
+    }
+
+    /// Records `site` as where the key was registered.
+    pub(crate) fn set_registered_at(&self, site: &'static Location<'static>) {
+        // Relaxed: only misuse reports read it, on a thread that reached the key through the
+        // key's owner (which orders this store before them), or see the older value at worst.
+        self.registered_at
+            .store(ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
+    }
+
+    /// Where the key was last registered, if it ever was.
+    pub(crate) fn registered_at(&self) -> Option<&'static Location<'static>> {
+        // Relaxed: see `set_registered_at`.
+        let p = self.registered_at.load(Ordering::Relaxed);
+        // SAFETY: the pointer is null or was made from a `&'static Location` in
+        // `set_registered_at`.
+        unsafe { p.cast_const().as_ref() }
     }
 
     /// Frees a node made by [`alloc`](Self::alloc).

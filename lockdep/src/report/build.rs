@@ -9,7 +9,7 @@ use std::panic::Location;
 
 use super::types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    Report, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
+    MisuseSubject, Report, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
 };
 use crate::class::{ClassId, KeyRef};
 use crate::current_task;
@@ -74,13 +74,22 @@ pub(crate) fn held(g: &Graph, st: &ThreadState) -> Vec<LockDesc> {
 
 // ----------------------------------------------------------------------- keys and classes
 
-/// A dynamic key (or a subclass) was misused.
-pub(crate) fn key_misuse(thread: ThreadDesc, kind: KeyMisuse, key: &str, site: Site) -> Report {
+/// A dynamic key (or a subclass) was misused; `key` is the name of `subject`.
+pub(crate) fn key_misuse(
+    thread: ThreadDesc,
+    kind: KeyMisuse,
+    key: &str,
+    subject: MisuseSubject,
+    site: Site,
+    registered_at: Option<Site>,
+) -> Report {
     Report::KeyMisuse {
         thread,
         kind,
         key: key.to_owned(),
+        subject,
         site,
+        registered_at,
         held_by: Vec::new(),
     }
 }
@@ -271,6 +280,7 @@ pub(crate) fn circular(
         holding: lock(g, prev),
         cycle,
         instance_order: false,
+        notify: false,
         held: held(g, st),
         class_set: 0,
     })
@@ -308,6 +318,7 @@ pub(crate) fn instance_circular(
         holding: lock(g, prev),
         cycle,
         instance_order: true,
+        notify: false,
         held: held(g, st),
         class_set: 0,
     })

@@ -229,8 +229,10 @@ fn act(p: Pending, unwind: Unwind, out: &mut Outcome) {
     let panics = unwind == Unwind::Allowed && (p.in_scope || matches!(policy, Policy::Panic));
     let print = p.deliver && !p.printed;
     match policy {
+        // A report the thread panics with (in a test scope) is in the panic's message: not
+        // printed before it as well.
         Policy::Stderr => {
-            if print {
+            if print && !panics {
                 output::write_stderr(&format!("{}\n", p.report));
             }
         }

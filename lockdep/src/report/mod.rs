@@ -37,5 +37,5 @@ pub use suppress::{
 };
 pub use types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    Report, ReportKind, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
+    MisuseSubject, Report, ReportKind, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
 };

@@ -10,11 +10,11 @@ use std::panic::Location;
 
 use super::types::ThreadLocks;
 use super::types::{
-    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, Report, SameClass,
-    ThreadDesc,
+    Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, MisuseSubject,
+    Report, SameClass, ThreadDesc,
 };
 use crate::mode::Mode;
-use crate::site::is_guard_drop;
+use crate::site::{is_guard_drop, is_key_drop};
 
 fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
     let n = title.len();
@@ -119,7 +119,11 @@ fn label(class: &str, i: &LockInstance) -> String {
     format!("{} {:#x}", i.name.unwrap_or(class), i.address)
 }
 
-/// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken.
+/// What [`chain_link`] is told for the new dependency of a condvar notification.
+const NOTIFIED: &str = "(notified)";
+
+/// Dependency `#k` of a cycle's chain; `acquired` says how its target was taken
+/// ([`NOTIFIED`]: the new dependency of a condvar notification).
 fn chain_link(
     f: &mut fmt::Formatter<'_>,
     k: usize,
@@ -129,8 +133,15 @@ fn chain_link(
 ) -> fmt::Result {
     let (from, to) = ends(d, by_instance);
     writeln!(f, "\n-> #{k} ({to}):")?;
-    writeln!(f, "       {to} {acquired} at {} [{}]", d.to_site, d.kind)?;
-    writeln!(f, "       while holding {from} acquired at {}", d.from_site)?;
+    if acquired == NOTIFIED {
+        // The new dependency of a notification: `from` is the condvar, notified at
+        // `from_site`, after `to` was taken at `to_site`.
+        writeln!(f, "       {from} notified at {} [{}]", d.from_site, d.kind)?;
+        writeln!(f, "       while holding {to} acquired at {}", d.to_site)?;
+    } else {
+        writeln!(f, "       {to} {acquired} at {} [{}]", d.to_site, d.kind)?;
+        writeln!(f, "       while holding {from} acquired at {}", d.from_site)?;
+    }
     if !by_instance {
         writeln!(
             f,
@@ -157,18 +168,49 @@ fn release_site(site: &Location<'_>) -> String {
     }
 }
 
+/// A cycle of more than twice this many links prints this many at each end and a count of
+/// the rest (all of them are in [`CircularDependency::cycle`]).
+const SHOWN_LINKS: usize = 8;
+
 fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     let title = "WARNING: possible circular locking dependency detected";
-    acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
-    writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
+    if c.notify {
+        // The new dependency is condvar -> held lock: the notifier took the lock before it
+        // notified, so a waiter of the condvar waits for that lock too.
+        banner(f, title)?;
+        writeln!(
+            f,
+            "{}/{} is notifying condition variable:",
+            c.thread.name, c.thread.id
+        )?;
+        lock_line(f, &c.holding)?;
+        writeln!(f, "\nwhile holding lock:")?;
+        lock_line(f, &c.acquiring)?;
+        writeln!(
+            f,
+            "\nso the condvar's waiters depend on that lock, which already depends on the \
+             condvar.\n\n"
+        )?;
+    } else {
+        acquisition(f, title, &c.thread, &c.acquiring, Some(&c.holding))?;
+        writeln!(f, "\nwhich lock already depends on the new lock.\n\n")?;
+    }
     writeln!(f, "the existing dependency chain (in reverse order) is:")?;
     writeln!(f, "{TAGS}")?;
     let n = c.cycle.len();
-    for (k, d) in c.cycle.iter().enumerate().skip(1).rev() {
-        chain_link(f, k, d, "acquired", c.instance_order)?;
-    }
-    if let Some(d) = c.cycle.first() {
-        chain_link(f, 0, d, "being acquired", c.instance_order)?;
+    for (k, d) in c.cycle.iter().enumerate().rev() {
+        if n > 2 * SHOWN_LINKS && (SHOWN_LINKS..n - SHOWN_LINKS).contains(&k) {
+            if k == n - SHOWN_LINKS - 1 {
+                writeln!(f, "\n... {} more links ...", n - 2 * SHOWN_LINKS)?;
+            }
+            continue;
+        }
+        let what = match k {
+            0 if c.notify => NOTIFIED,
+            0 => "being acquired",
+            _ => "acquired",
+        };
+        chain_link(f, k, d, what, c.instance_order)?;
     }
     writeln!(f, "\nother info that might help us debug this:\n")?;
     if c.instance_order {
@@ -209,6 +251,15 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     writeln!(f, " Possible unsafe locking scenario:\n")?;
     writeln!(f, "       CPU0                    CPU1")?;
     writeln!(f, "       ----                    ----")?;
+    if c.notify {
+        // CPU0 waits holding what CPU1 must take before it notifies.
+        writeln!(f, "  lock({parent});")?;
+        writeln!(f, "  wait({held_name});")?;
+        writeln!(f, "                               {nv}({new_name});")?;
+        writeln!(f, "                               notify({held_name});")?;
+        writeln!(f, "\n *** DEADLOCK ***\n")?;
+        return held_block(f, &c.thread, &c.held);
+    }
     writeln!(f, "  {hv}({held_name});")?;
     writeln!(f, "                               lock({parent});")?;
     writeln!(f, "                               {hv}({held_name});")?;
@@ -224,16 +275,23 @@ fn same_class(f: &mut fmt::Formatter<'_>, s: &SameClass, same_instance: bool) ->
     writeln!(f, " Possible unsafe locking scenario:\n")?;
     writeln!(f, "       CPU0")?;
     writeln!(f, "       ----")?;
-    writeln!(f, "  {}({});", s.holding.mode.verb(), s.holding.class_name)?;
-    writeln!(
-        f,
-        "  {}({});",
-        s.acquiring.mode.verb(),
-        s.acquiring.class_name
-    )?;
+    // One instance under two subclasses: the scenario names the instance, twice.
+    let across = same_instance && s.holding.class != s.acquiring.class;
+    let shown = |l: &LockDesc| match l.name {
+        Some(name) if across => name.to_owned(),
+        _ => l.class_name.clone(),
+    };
+    writeln!(f, "  {}({});", s.holding.mode.verb(), shown(&s.holding))?;
+    writeln!(f, "  {}({});", s.acquiring.mode.verb(), shown(&s.acquiring))?;
     writeln!(f, "\n *** DEADLOCK ***\n")?;
     if !same_instance {
         writeln!(f, " May be due to missing lock nesting notation\n")?;
+    } else if across {
+        writeln!(
+            f,
+            " The lock being acquired is that held lock itself, under another subclass: a\n \
+             self-deadlock, which no lock nesting annotation makes valid.\n"
+        )?;
     }
     held_block(f, &s.thread, &s.held)
 }
@@ -322,7 +380,9 @@ impl fmt::Display for Report {
                 thread,
                 kind,
                 key,
+                subject,
                 site,
+                registered_at,
                 held_by,
             } => {
                 let title = match kind {
@@ -335,7 +395,23 @@ impl fmt::Display for Report {
                     KeyMisuse::InvalidSubclass => "BUG: looking up invalid subclass!",
                 };
                 banner(f, title)?;
-                writeln!(f, "{}/{}: key ({key}) at {site}", thread.name, thread.id)?;
+                let label = match subject {
+                    MisuseSubject::Key => "key",
+                    MisuseSubject::Lock => "lock",
+                };
+                let shown = if is_key_drop(site) {
+                    "(key drop)".to_owned()
+                } else {
+                    site.to_string()
+                };
+                writeln!(
+                    f,
+                    "{}/{}: {label} ({key}) at {shown}",
+                    thread.name, thread.id
+                )?;
+                if let Some(r) = registered_at {
+                    writeln!(f, "the key was registered at {r}")?;
+                }
                 if *kind == KeyMisuse::NotRegistered {
                     writeln!(
                         f,

@@ -134,6 +134,11 @@ pub struct CircularDependency {
     /// ([`Nesting::InstanceOrder`](crate::Nesting::InstanceOrder)): every dependency is then
     /// between two instances of the same class, told apart by their `*_instance` fields.
     pub instance_order: bool,
+    /// True when the new dependency comes from a condvar notification (condvar tracking,
+    /// [`condvar_notify`](crate::condvar_notify)): `holding` is then the condvar, notified at
+    /// its site, and `acquiring` a lock the notifier already holds, which a waiter of the
+    /// condvar would wait for.
+    pub notify: bool,
     /// The thread's held locks, bottom first.
     pub held: Vec<LockDesc>,
     /// A hash of the cycle's set of classes: what makes two cycle reports the same report for
@@ -169,6 +174,17 @@ pub enum KeyMisuse {
     UnregisterWhileHeld,
     /// A subclass of [`MAX_SUBCLASSES`](crate::MAX_SUBCLASSES) or more.
     InvalidSubclass,
+}
+
+/// Whose name a [`Report::KeyMisuse`] carries.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MisuseSubject {
+    /// The key's name (register, unregister, or a lock map made with a key that is not
+    /// registered).
+    Key,
+    /// The name of the lock map whose use found its key unregistered, or its subclass invalid.
+    Lock,
 }
 
 /// Which annotation failed.
@@ -274,10 +290,16 @@ pub enum Report {
         thread: ThreadDesc,
         /// What went wrong.
         kind: KeyMisuse,
-        /// The key's (or lock map's) name.
+        /// The key's or the lock map's name, as `subject` says.
         key: String,
-        /// Where.
+        /// Whose name `key` is.
+        subject: MisuseSubject,
+        /// Where. For an unregister by the key's drop, whose site is unknown, lockdep's
+        /// placeholder site, for which [`is_key_drop`](crate::is_key_drop) is true.
         site: &'static Location<'static>,
+        /// Where the key was registered, for misuse of a key's register or unregister (if it
+        /// was registered at all); `None` for a lock map's misuse.
+        registered_at: Option<&'static Location<'static>>,
         /// For [`KeyMisuse::UnregisterWhileHeld`]: every thread that held locks of the key,
         /// with those locks (the calling thread included, if it held any). Empty otherwise.
         held_by: Vec<ThreadLocks>,
