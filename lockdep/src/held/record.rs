@@ -378,15 +378,15 @@ impl Record {
         fence(Ordering::Release);
     }
 
-    /// Stores the depth `len` after a push, counting the push.
+    /// Stores the depth after a push onto `below` entries, counting the push: one add to the
+    /// word (its depth is `below`, or the cut-off if deeper, as every store of it keeps it).
     #[inline(always)]
-    pub(crate) fn published(&self, len: usize) {
+    pub(crate) fn published(&self, below: usize) {
         // Relaxed: only the owner writes the word.
         let w = self.len.load(Ordering::Relaxed);
-        let pushes = (w >> DEPTH_BITS).wrapping_add(1);
+        let add = (1 << DEPTH_BITS) + u64::from((below as u64) < DEPTH_MASK);
         // Release: a reader that sees the new depth sees the whole slot.
-        self.len
-            .store(pushes << DEPTH_BITS | depth_word(len), Ordering::Release);
+        self.len.store(w + add, Ordering::Release);
     }
 
     /// The owner popped its top entry; `len` entries are left. One store: the slot stays
@@ -394,7 +394,12 @@ impl Record {
     /// counts it reads a consistent past state.
     #[inline(always)]
     pub(crate) fn popped(&self, len: usize) {
-        self.publish_len(len);
+        // Relaxed: only the owner writes the word.
+        let w = self.len.load(Ordering::Relaxed);
+        // Release: a reader that sees the shorter depth sees every earlier section. The depth
+        // was `len + 1`, or the cut-off (and stays so) if `len` is that deep.
+        self.len
+            .store(w - u64::from((len as u64) < DEPTH_MASK), Ordering::Release);
     }
 
     #[inline]
@@ -406,7 +411,8 @@ impl Record {
             .store(w & !DEPTH_MASK | depth_word(len), Ordering::Release);
     }
 
-    /// Stores the depth `len` inside a write section (the entries moved).
+    /// Stores the depth `len` inside a write section (the entries moved), or when the stack is
+    /// emptied all at once.
     pub(crate) fn set_len_in_section(&self, len: usize) {
         // Relaxed (both): the owner's word, inside the write section.
         let w = self.len.load(Ordering::Relaxed);

@@ -82,41 +82,77 @@ fn meta_of(h: &HeldLock) -> u64 {
         | len << 32
 }
 
+/// An entry's seven words, computed once for a push (compared, then stored).
+#[derive(Clone, Copy)]
+pub(crate) struct Words {
+    instance: usize,
+    class: u64,
+    meta: u64,
+    site: *const Location<'static>,
+    name_ptr: *const u8,
+    chain_key: u64,
+    nest_lock: usize,
+}
+
+impl Words {
+    /// The words of `h`.
+    #[inline(always)]
+    pub fn of(h: &HeldLock) -> Words {
+        Words {
+            instance: h.instance,
+            class: h.class.to_bits(),
+            meta: meta_of(h),
+            site: h.site,
+            name_ptr: h.name.as_ptr(),
+            chain_key: h.chain_key,
+            nest_lock: h.nest_lock,
+        }
+    }
+}
+
 impl Slot {
     /// Stores every field of `h` (the owner). Relaxed: see the module docs; the caller orders
     /// the shown fields with the record's counter.
     #[inline(always)]
     pub fn write(&self, h: &HeldLock) {
+        self.store(&Words::of(h));
+    }
+
+    /// Stores every word (the owner).
+    #[inline(always)]
+    pub fn store(&self, w: &Words) {
         // Relaxed (every store): the owner's plain stores, ordered for readers by the
         // record's counter (see `Record::will_push` and `Record::begin`).
-        self.instance.store(h.instance, Ordering::Relaxed);
-        self.class.store(h.class.to_bits(), Ordering::Relaxed);
-        self.meta.store(meta_of(h), Ordering::Relaxed);
-        self.site
-            .store(std::ptr::from_ref(h.site).cast_mut(), Ordering::Relaxed);
+        self.instance.store(w.instance, Ordering::Relaxed);
+        self.class.store(w.class, Ordering::Relaxed);
+        self.meta.store(w.meta, Ordering::Relaxed);
+        self.site.store(w.site.cast_mut(), Ordering::Relaxed);
         self.name_ptr
-            .store(h.name.as_ptr().cast_mut(), Ordering::Relaxed);
-        self.write_own(h);
+            .store(w.name_ptr.cast_mut(), Ordering::Relaxed);
+        self.chain_key.store(w.chain_key, Ordering::Relaxed);
+        self.nest_lock.store(w.nest_lock, Ordering::Relaxed);
     }
 
-    /// Stores the owner's fields of `h` only (no reader looks at them).
+    /// Whether the slot shows exactly `w`'s shown words: a push of it need not store them
+    /// again (no reader can see a change).
     #[inline(always)]
-    pub fn write_own(&self, h: &HeldLock) {
-        // Relaxed (both): the owner's fields, read by the owner alone.
-        self.chain_key.store(h.chain_key, Ordering::Relaxed);
-        self.nest_lock.store(h.nest_lock, Ordering::Relaxed);
-    }
-
-    /// Whether the slot already shows exactly `h` (with no marks): a push of `h` need not
-    /// store the shown fields again.
-    #[inline(always)]
-    pub fn shows(&self, h: &HeldLock) -> bool {
+    pub fn shows(&self, w: &Words) -> bool {
         // Relaxed (every load): the owner reads back its own stores.
-        self.instance.load(Ordering::Relaxed) == h.instance
-            && self.class.load(Ordering::Relaxed) == h.class.to_bits()
-            && self.meta.load(Ordering::Relaxed) == meta_of(h)
-            && std::ptr::eq(self.site.load(Ordering::Relaxed), h.site)
-            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), h.name.as_ptr())
+        self.instance.load(Ordering::Relaxed) == w.instance
+            && self.class.load(Ordering::Relaxed) == w.class
+            && self.meta.load(Ordering::Relaxed) == w.meta
+            && std::ptr::eq(self.site.load(Ordering::Relaxed), w.site)
+            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), w.name_ptr)
+    }
+
+    /// Whether the slot holds exactly `w`, the owner's words too: a push of it stores nothing
+    /// (the usual case in a loop that re-takes the same locks at the same depth).
+    #[inline(always)]
+    pub fn holds(&self, w: &Words) -> bool {
+        // Relaxed (both loads): the owner reads back its own stores.
+        self.chain_key.load(Ordering::Relaxed) == w.chain_key
+            && self.nest_lock.load(Ordering::Relaxed) == w.nest_lock
+            && self.shows(w)
     }
 
     /// Copies every field of `from` (the owner, inside a write section or on private slots).

@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::record::{self, Identity, Record};
-use super::slot::Slot;
+use super::slot::{Slot, Words};
 use super::HeldLock;
 use crate::chain::LocalCache;
 use crate::class::ClassId;
@@ -270,6 +270,12 @@ impl ThreadState {
         }
     }
 
+    /// Whether other threads posted mail that [`settle`](Self::settle) would apply.
+    #[inline(always)]
+    pub fn has_mail(&self) -> bool {
+        self.record.is_some_and(|r| r.has_mail())
+    }
+
     #[cold]
     fn apply_mail(&mut self, r: &'static Record) {
         for m in r.take_mail() {
@@ -390,18 +396,22 @@ impl ThreadState {
         let entry = self.account(next);
         let len = self.len;
         let slot = self.slot(len);
+        let words = Words::of(&entry);
         // The room came from a `push`, which claimed the record if there is one to claim.
         match self.record {
             Some(r) => {
-                if slot.shows(&entry) {
-                    slot.write_own(&entry);
-                } else {
-                    r.will_push();
-                    slot.write(&entry);
+                // A slot that holds the entry already (the same lock at the same depth, as
+                // last time) is left alone; one that shows it with other owner's words is
+                // rewritten with no move of the counter (no reader sees a change).
+                if !slot.holds(&words) {
+                    if !slot.shows(&words) {
+                        r.will_push();
+                    }
+                    slot.store(&words);
                 }
-                r.published(len + 1);
+                r.published(len);
             }
-            None => slot.write(&entry),
+            None => slot.store(&words),
         }
         self.len = len + 1;
     }
@@ -423,12 +433,24 @@ impl ThreadState {
     pub fn pop_plain(&mut self, instance: usize) -> bool {
         let len = self.len;
         // One test of the two counters: anything unusual goes the general way.
-        if len == 0 || self.slot(len - 1).instance() != instance || (self.marks | self.nested) != 0
+        if len == 0
+            || self.top_slot(len - 1).instance() != instance
+            || (self.marks | self.nested) != 0
         {
             return false;
         }
         self.pop_top();
         true
+    }
+
+    /// Held entry `i`'s slot with no bounds check (the release's hot path has no panic
+    /// branch, so it saves no register). `i` must be below `len`.
+    #[inline(always)]
+    fn top_slot(&self, i: usize) -> &Slot {
+        debug_assert!(i < self.len);
+        // SAFETY: `i < len <= cap` (the caller's contract; `len` only grows by a push into
+        // room), and `base..cap` are live slots (see `slots`).
+        unsafe { &*self.base.as_ptr().add(i) }
     }
 
     /// Pops the top entry (the LIFO case: no chain keys to recompute): the slot stays as it
@@ -440,7 +462,7 @@ impl ThreadState {
         self.top = if len == 0 {
             0
         } else {
-            self.slot(len - 1).chain_key()
+            self.top_slot(len - 1).chain_key()
         };
         if let Some(r) = self.record {
             r.popped(len);
