@@ -94,8 +94,9 @@ pub(crate) struct Mail {
     pub all: bool,
 }
 
-/// A record: the header the owner writes (one cache line), its slots, and the mailbox.
-#[repr(align(64))]
+/// A record: the header the owner writes (one cache line: `repr(C)` keeps the fields in this
+/// order, the owner's first), its slots, and the mailbox.
+#[repr(C, align(64))]
 pub(crate) struct Record {
     // ---- the owner's line
     seq: AtomicU64,
