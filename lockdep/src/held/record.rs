@@ -403,6 +403,11 @@ impl Record {
             .store(w - u64::from((len as u64) < DEPTH_MASK), Ordering::Release);
     }
 
+    /// The owner took every entry off at once. As [`popped`](Self::popped), one store.
+    pub(crate) fn emptied(&self) {
+        self.publish_len(0);
+    }
+
     #[inline]
     fn publish_len(&self, len: usize) {
         // Relaxed: only the owner writes the word.
@@ -502,7 +507,7 @@ impl Record {
                 continue;
             }
             held.clear();
-            // Acquire: pairs with the Release stores of `publish_len` and `publish_push`.
+            // Acquire: pairs with the Release stores of `published`, `popped` and `publish_len`.
             let word = self.len.load(Ordering::Acquire);
             let len = (word & DEPTH_MASK) as usize;
             // Acquire: pairs with the Release store in `grow`. An array the owner outgrew

@@ -614,7 +614,7 @@ impl ThreadState {
         self.len = 0;
         if let Some(r) = self.record {
             // As a pop: the slots stay as they are.
-            r.popped(0);
+            r.emptied();
         }
         all
     }
@@ -845,9 +845,11 @@ mod tests {
         assert_eq!(keys(&st), fresh_keys(&st));
         let snap = r.snapshot(false).unwrap();
         assert_eq!(snap.entries().nth(2).unwrap().mode, Mode::Read);
-        while !st.entries().is_empty() {
+        while st.entries().len() > 30 {
             st.release_at(st.entries().len() - 1);
         }
+        assert_eq!(shown(r), instances(&st));
+        st.take_all();
         assert!(shown(r).is_empty());
         assert_eq!(st.top_key(), 0);
         st.give_back_record();
