@@ -105,7 +105,7 @@ pub(crate) struct Record {
     len: AtomicU64,
     /// The instance of the entry the owner blocks on, 0 when it does not wait.
     wait_instance: AtomicUsize,
-    /// When the wait started, in nanoseconds since [`epoch`].
+    /// When the wait started, in nanoseconds of [`now_ns`].
     wait_since: AtomicU64,
     /// Counts the owner's waits, so that a watcher tells a new wait from an old one.
     wait_count: AtomicU64,

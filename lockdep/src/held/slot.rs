@@ -230,7 +230,7 @@ impl Slot {
     /// The whole entry (the owner, of a slot it wrote).
     pub fn load(&self) -> HeldLock {
         let raw = self.read();
-        // SAFETY: the owner reads a slot it wrote from a `HeldLock` (see `Shown::decode`'s
+        // SAFETY: the owner reads a slot it wrote from a `HeldLock` (see `RawSlot::decode`'s
         // contract): `write` and `copy_from` are the only stores, from valid entries.
         let shown = unsafe { raw.decode() };
         let (pin_count, paired) = self.marks();

@@ -9,11 +9,22 @@
 //!
 //! The entries live in one array of [`Slot`]s, written once per push: while the thread holds
 //! a shared record, the record's own slots (so other threads read the stack itself, under the
-//! record's sequence counter; see [`record`](super::record)); without one (before the first
+//! record's sequence counter; see [`record`]); without one (before the first
 //! push, past the record limit, and after the exit check gave the record back) a private
 //! array of the same slots. `base`/`cap` name the array in use, so the fast path reaches a
 //! slot with no indirection and no test of which array it is. The slot keeps the fields every
 //! path needs in seven words; a report decodes them into a [`HeldLock`].
+//!
+//! Why the record's slots and not the private array read by others: another thread may read
+//! the stack at any time, so its storage must be atomics either way, and it must outlive the
+//! thread (a reader may still be copying when the owner exits). The record's arrays are
+//! never freed, so a reader needs no more than the record's sequence counter; a private
+//! array that other threads read would need a way to free it safely at thread exit. The
+//! private array serves only threads no other thread can see anyway (no record), and is
+//! freed as usual. Costs on the owner's side: a push compares the slot with the entry first
+//! and stores nothing when it already holds it (a loop re-taking the same locks), else
+//! moves the record's counter when a reader could see the change; a LIFO pop is one store
+//! of the record's depth word.
 
 use std::cell::OnceCell;
 use std::ptr::NonNull;
@@ -882,6 +893,28 @@ mod tests {
         st.take_all();
         st.trim_after_exit();
         assert_eq!(st.cap, 0, "an empty late stack keeps no memory");
+    }
+
+    #[test]
+    fn a_thread_past_the_record_limit_keeps_a_private_stack() {
+        let mut st = ThreadState::new();
+        // What a failed claim leaves (the table was full).
+        st.unclaimable = true;
+        for i in 1..=40 {
+            push(&mut st, entry(i));
+        }
+        assert!(st.record().is_none());
+        assert_eq!(instances(&st), (1..=40).collect::<Vec<_>>());
+        assert_eq!(keys(&st), fresh_keys(&st));
+        assert!(
+            st.has_room(),
+            "private growth doubles: the fast path can push"
+        );
+        st.release_at(5);
+        st.pin(0);
+        assert_eq!(keys(&st), fresh_keys(&st));
+        assert_eq!(st.remove(0).pin_count, 1);
+        assert_eq!(st.entries().len(), 38);
     }
 
     #[test]
