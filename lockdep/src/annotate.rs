@@ -55,7 +55,7 @@ pub fn assert_held(map: &LockMap) {
 #[track_caller]
 pub fn assert_held_mode(map: &LockMap, mode: Mode) {
     let site = Location::caller();
-    match with_state(|st| st.find(map.instance()).map(|i| st.entries()[i].mode)).flatten() {
+    match with_state(|st| st.find(map.instance()).map(|i| st.entry(i).mode)).flatten() {
         None => fail(AssertKind::NotHeld, map.name(), site),
         Some(m) if m.is_read() != mode.is_read() => fail(AssertKind::WrongMode, map.name(), site),
         Some(_) => {}

@@ -311,9 +311,10 @@
 //!   the child of a multi-threaded program never inherits one locked by a thread it does not
 //!   have, and the child forgets the hazard pointers of those threads; the child's held stack
 //!   is the forking thread's. A `fork()` from inside [`with_graph_lock_held`] would deadlock.
-//! - Held locks belong to a thread, which alone changes its stack; other threads read a copy
-//!   (see below) and ask the owner, through a mailbox, to drop entries. At most
-//!   4096 threads hold locks at once with a copy; past that, a thread is validated as usual
+//! - Held locks belong to a thread, which alone changes its stack; other threads read it
+//!   (its slots live in a shared record, read under a sequence counter; see below) and ask
+//!   the owner, through a mailbox, to drop entries. At most 4096 threads hold locks at once
+//!   with a shared record; past that, a thread keeps a private stack and is validated as usual
 //!   but is invisible to the dump, the watchdog and other threads' checks. Async locks taken
 //!   in a task's poll ([`TaskContext`]) are the task's, put on the polling thread's stack for
 //!   each poll and taken off after it, so they follow the task between threads; a blocking

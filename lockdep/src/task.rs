@@ -277,14 +277,14 @@ impl PollScope<'_> {
             if pending {
                 let blocking: Vec<usize> = (0..st.entries().len())
                     .filter(|&i| {
-                        let inst = st.entries()[i].instance;
+                        let inst = st.entry(i).instance;
                         !frame.base.contains(&inst) && !owned.contains(&inst)
                     })
                     .collect();
                 if !blocking.is_empty() {
                     let g = graph_lock();
                     for i in blocking {
-                        let h = &st.entries()[i];
+                        let h = &st.entry(i);
                         reports.push(build::held_across_await(&g.graph, st, h, record.id));
                     }
                 }
@@ -292,7 +292,7 @@ impl PollScope<'_> {
             let mut i = st.entries().len();
             while i > 0 && !owned.is_empty() {
                 i -= 1;
-                let inst = st.entries()[i].instance;
+                let inst = st.entry(i).instance;
                 if let Some(k) = owned.iter().position(|&o| o == inst) {
                     owned.swap_remove(k);
                     lifted.push(st.remove(i));

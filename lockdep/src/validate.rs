@@ -391,7 +391,7 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
             // Checked under `epoch`: if it moved meanwhile, the next check empties the cache.
             st.pairs.sync(epoch);
             for &(i, kind) in &checked {
-                let from = st.entries()[i].instance;
+                let from = st.entry(i).instance;
                 st.pairs.insert(from, entry.instance, entry.class, kind);
                 st.mark_paired(i);
             }
@@ -527,7 +527,7 @@ fn check_deadlock(
             })
     };
     if let Some((_, held)) = recursive {
-        reports.push(build::same_class(&g.graph, st, held, next));
+        reports.push(build::same_class(&g.graph, st, &held, next));
         return SameClassHeld::Deadlock;
     }
     let others = || same_class().filter(|(_, h)| h.instance != next.instance);
@@ -540,7 +540,7 @@ fn check_deadlock(
             match conflict {
                 Some(_) if next.nest_lock != 0 => SameClassHeld::Serialized,
                 Some((_, held)) => {
-                    reports.push(build::same_class(&g.graph, st, held, next));
+                    reports.push(build::same_class(&g.graph, st, &held, next));
                     SameClassHeld::Deadlock
                 }
                 None => {
@@ -570,7 +570,7 @@ fn check_deadlock(
             }
             for (i, held) in others() {
                 let kind = Kind::of(held.mode, next.mode);
-                if !check_pair_add(g, st, held, next, kind, reports, trace) {
+                if !check_pair_add(g, st, &held, next, kind, reports, trace) {
                     return SameClassHeld::Deadlock;
                 }
                 checked.push((i, kind));
@@ -649,7 +649,7 @@ fn check_prevs_add(
             // Unvalidated or zapped: like the kernel's `check == 0` entries, skipped.
             continue;
         }
-        if prev.class != next.class && !check_prev_add(g, st, prev, next, reports, trace) {
+        if prev.class != next.class && !check_prev_add(g, st, &prev, next, reports, trace) {
             return Verdict::Invalid;
         }
         if !prev.trylock {
@@ -750,7 +750,7 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
             if next.class == class || g.graph.class(next.class).is_none() {
                 continue;
             }
-            if !check_prev_add(&mut g, st, &from, next, &mut reports, &trace) {
+            if !check_prev_add(&mut g, st, &from, &next, &mut reports, &trace) {
                 valid = false;
                 break;
             }

@@ -1,4 +1,6 @@
-//! One entry of a thread's held-lock stack (the kernel's `struct held_lock`).
+//! One entry of a thread's held-lock stack (the kernel's `struct held_lock`), as a value: what
+//! a push is made of and what a report reads. The stack stores it as a
+//! [`Slot`](super::slot::Slot).
 
 use std::panic::Location;
 
@@ -26,7 +28,7 @@ pub(crate) struct HeldLock {
     /// is pushed (see [`ThreadState::next`](super::ThreadState::next)).
     pub chain_key: u64,
     /// `lockdep_pin_lock()` count; releasing a pinned lock is reported. 16 bits (pins past
-    /// 65,535 on one lock saturate), so that an entry stays 64 bytes, one cache line.
+    /// 65,535 on one lock saturate), so that it shares a word of the slot.
     pub pin_count: u16,
     /// Set once an instance pair *from* this lock was checked: its map must learn, when the
     /// lock is released, that it has pairs to forget when it is freed.
@@ -61,7 +63,3 @@ impl HeldLock {
         chain::extend(below, class, mode, trylock, nest_lock != 0)
     }
 }
-
-// One entry per cache line: the held stack is scanned on every release.
-#[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<HeldLock>() == 64);

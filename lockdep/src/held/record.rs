@@ -1,6 +1,6 @@
-//! The shared held-lock record: a copy of one holder's held-lock stack that any thread can
-//! read (the kernel walks every task's `held_locks[]` in `debug_show_all_locks()`; a userspace
-//! process has no scheduler lock to stop the world with, so readers retry instead).
+//! The shared held-lock record: one holder's held-lock stack, stored where any thread can
+//! read it (the kernel walks every task's `held_locks[]` in `debug_show_all_locks()`; a
+//! userspace process has no scheduler lock to stop the world with, so readers retry instead).
 //!
 //! # Design
 //!
@@ -8,15 +8,21 @@
 //!   thread claims a free record at its first acquisition and gives it back at exit, and a
 //!   record's [`Holder`] (its table index and a generation bumped at every claim) names one
 //!   holding, so a token of a thread that exited never reaches the record's next owner.
-//! - **The owner writes, others read**: the owner copies each entry it pushes into the
-//!   record's slots (every field an atomic, relaxed stores, which compile to plain stores),
-//!   guarded by a sequence counter (a seqlock, as the kernel's `seqcount_t`): a push moves
-//!   the counter once and then writes the slot and the depth (the slots below do not change,
-//!   so only a reader that still counts the slot from before a pop can see it change, and
-//!   the counter tells it); a LIFO pop is one store of the depth; any other change (an
-//!   out-of-order release, a mode change) is a write section with the counter odd. A reader
-//!   copies the slots and retries if the counter was odd or moved. The header with the
-//!   counter, the depth and the wait is on the owner's own cache line.
+//! - **The record's slots are the stack**, not a copy of it: the owner's
+//!   [`ThreadState`](super::ThreadState) pushes into them and pops from them, and keeps no
+//!   other array while it holds the record, so a push stores each word of an entry once (see
+//!   [`slot`](super::slot): every field an atomic, relaxed stores that compile to plain
+//!   ones). The array is never freed: a deeper stack moves to a larger one (the old one
+//!   stays for readers that may still copy from it), and the record keeps the last one for
+//!   its next owner.
+//! - **The owner writes, others read**, under a sequence counter (a seqlock, as the
+//!   kernel's `seqcount_t`): a push moves the counter once and then writes the slot and the
+//!   depth (the slots below do not change, so only a reader that still counts the slot from
+//!   before a pop can see it change, and the counter tells it); a LIFO pop is one store of
+//!   the depth; any other change (an out-of-order release, a mode change, a move to a larger
+//!   array) is a write section with the counter odd. A reader copies the slots' shown fields
+//!   and retries if the counter was odd or moved. The header with the counter, the depth and
+//!   the wait is on the owner's own cache line.
 //! - **Requests go the other way through a mailbox**: another thread that must change the
 //!   stack (a guard released on another thread, a lock freed while this one holds it) posts
 //!   the instance under the mailbox mutex and raises a flag; the owner applies the mail the
@@ -37,7 +43,7 @@ use std::sync::atomic::{
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use super::HeldLock;
+use super::slot::{RawSlot, Slot};
 use crate::class::ClassId;
 use crate::fork::{self, Participant, Rank};
 use crate::mode::Mode;
@@ -49,34 +55,22 @@ pub(crate) const MAX_RECORDS: usize = 4096;
 const DEPTH_BITS: u32 = 24;
 const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
 
-/// Slots stored inline in a record; deeper stacks continue in linked chunks of this size.
-const CHUNK: usize = 32;
+/// Slots of a new record; a deeper stack moves to an array twice as large (see
+/// [`Record::grow`]).
+const FIRST_SLOTS: usize = 32;
 
-/// One held lock as other threads see it.
-#[derive(Default)]
-struct Slot {
-    instance: AtomicUsize,
-    class: AtomicU64,
-    /// Mode (2 bits), trylock (bit 2), named (bit 3), subclass (bits 8..16), and the name's
-    /// length in bytes (bits 32..64; a longer name is cut there).
-    meta: AtomicU64,
-    site: AtomicPtr<Location<'static>>,
-    name_ptr: AtomicPtr<u8>,
+/// A record's slots. Never freed: a reader may still copy from an array its owner has
+/// outgrown, and the record keeps its last array for its next owner (a record's arrays add up
+/// to less than twice its largest).
+struct Array {
+    slots: Box<[Slot]>,
 }
 
-struct Chunk {
-    slots: [Slot; CHUNK],
-    /// The next chunk, allocated by the owner, never freed (the record keeps it for its next
-    /// owner).
-    next: AtomicPtr<Chunk>,
-}
-
-impl Chunk {
-    fn new() -> Chunk {
-        Chunk {
-            slots: std::array::from_fn(|_| Slot::default()),
-            next: AtomicPtr::new(std::ptr::null_mut()),
-        }
+impl Array {
+    fn leak(cap: usize) -> &'static Array {
+        Box::leak(Box::new(Array {
+            slots: (0..cap).map(|_| Slot::default()).collect(),
+        }))
     }
 }
 
@@ -100,8 +94,9 @@ pub(crate) struct Mail {
     pub all: bool,
 }
 
-/// A record: the header the owner writes (one cache line), its slots, and the mailbox.
-#[repr(align(64))]
+/// A record: the header the owner writes (one cache line: `repr(C)` keeps the fields in this
+/// order, the owner's first), its slots, and the mailbox.
+#[repr(C, align(64))]
 pub(crate) struct Record {
     // ---- the owner's line
     seq: AtomicU64,
@@ -110,7 +105,7 @@ pub(crate) struct Record {
     len: AtomicU64,
     /// The instance of the entry the owner blocks on, 0 when it does not wait.
     wait_instance: AtomicUsize,
-    /// When the wait started, in nanoseconds since [`epoch`].
+    /// When the wait started, in nanoseconds of [`now_ns`].
     wait_since: AtomicU64,
     /// Counts the owner's waits, so that a watcher tells a new wait from an old one.
     wait_count: AtomicU64,
@@ -120,7 +115,8 @@ pub(crate) struct Record {
     index: u32,
     /// Bumped at every claim; odd while owned.
     generation: AtomicU32,
-    chunk: Chunk,
+    /// The slots: the owner's stack itself (its only storage while it holds the record).
+    array: AtomicPtr<Array>,
     mail: Mutex<Vec<Mail>>,
     identity: Mutex<Option<Identity>>,
 }
@@ -259,7 +255,7 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
                 mail_pending: AtomicBool::new(false),
                 index: i as u32,
                 generation: AtomicU32::new(0),
-                chunk: Chunk::new(),
+                array: AtomicPtr::new(std::ptr::from_ref(Array::leak(FIRST_SLOTS)).cast_mut()),
                 mail: Mutex::new(Vec::new()),
                 identity: Mutex::new(None),
             }));
@@ -315,52 +311,39 @@ impl Record {
             .push(self.index);
     }
 
-    fn slot(&self, i: usize) -> Option<&Slot> {
-        let mut chunk = &self.chunk;
-        let mut i = i;
-        while i >= CHUNK {
-            // Acquire: pairs with the Release store in `slot_mut` (the chunk's slots).
-            let next = chunk.next.load(Ordering::Acquire);
-            if next.is_null() {
-                return None;
-            }
-            // SAFETY: chunks are leaked with their record and never freed.
-            chunk = unsafe { &*next };
-            i -= CHUNK;
-        }
-        Some(&chunk.slots[i])
-    }
-
-    /// The owner's slot `i`, growing the chunk list as needed.
+    /// The slots, for the owner. A reused record comes with the array its last owner grew.
     #[inline]
-    fn slot_mut(&self, i: usize) -> &Slot {
-        if i < CHUNK {
-            return &self.chunk.slots[i];
-        }
-        self.deep_slot(i)
+    pub(crate) fn slots(&self) -> &'static [Slot] {
+        // Acquire: pairs with the Release store in `grow` (and the one at creation), so the
+        // array's slots are initialized; the owner of a reused record is ordered after the
+        // last owner's stores by the free list's mutex as well.
+        let p = self.array.load(Ordering::Acquire);
+        // SAFETY: arrays are leaked with their record and never freed.
+        unsafe { &(*p).slots }
     }
 
+    /// The owner's stack outgrew the slots: moves its `len` entries to a new array of `cap`
+    /// slots, in a write section, and returns it. The old array stays (a reader may be
+    /// copying from it; its counter then tells it to retry).
     #[cold]
-    fn deep_slot(&self, mut i: usize) -> &Slot {
-        let mut chunk = &self.chunk;
-        while i >= CHUNK {
-            // Relaxed: only the owner stores `next`, and this is the owner.
-            let mut next = chunk.next.load(Ordering::Relaxed);
-            if next.is_null() {
-                next = Box::into_raw(Box::new(Chunk::new()));
-                // Release: readers that find the chunk see its initialized slots.
-                chunk.next.store(next, Ordering::Release);
-            }
-            // SAFETY: chunks are leaked with their record and never freed.
-            chunk = unsafe { &*next };
-            i -= CHUNK;
+    pub(crate) fn grow(&self, len: usize, cap: usize) -> &'static [Slot] {
+        let old = self.slots();
+        let new = Array::leak(cap);
+        let even = self.begin();
+        for (to, from) in new.slots.iter().zip(&old[..len]) {
+            to.copy_from(from);
         }
-        &chunk.slots[i]
+        // Release: a reader that finds the new array sees its slots initialized and copied.
+        self.array
+            .store(std::ptr::from_ref(new).cast_mut(), Ordering::Release);
+        self.end(even);
+        &new.slots
     }
 
-    /// Opens a write section (the counter becomes odd).
+    /// Opens a write section (the counter becomes odd): every change to shown fields but a
+    /// push goes inside one. Returns the value [`end`](Self::end) closes it with.
     #[inline]
-    fn begin(&self) -> u64 {
+    pub(crate) fn begin(&self) -> u64 {
         // Relaxed: only the owner writes the counter.
         let s = self.seq.load(Ordering::Relaxed);
         // Relaxed, then the Release fence: a reader that sees a slot store below sees this
@@ -372,77 +355,57 @@ impl Record {
 
     /// Closes a write section opened by [`begin`](Self::begin).
     #[inline]
-    fn end(&self, even: u64) {
+    pub(crate) fn end(&self, even: u64) {
         // Release: a reader that sees the even value sees every store of the section.
         self.seq.store(even, Ordering::Release);
     }
 
-    #[inline]
-    fn write_slot(&self, i: usize, h: &HeldLock) {
-        let s = self.slot_mut(i);
-        // Relaxed (every store of a slot): ordered by the counter (see `pushed`, `begin`).
-        s.instance.store(h.instance, Ordering::Relaxed);
-        s.class.store(h.class.to_bits(), Ordering::Relaxed);
-        s.meta.store(meta_of(h), Ordering::Relaxed);
-        s.site
-            .store(std::ptr::from_ref(h.site).cast_mut(), Ordering::Relaxed);
-        s.name_ptr
-            .store(h.name.as_ptr().cast_mut(), Ordering::Relaxed);
-    }
-
-    /// The owner pushes `h` at depth `i` (the hot path: one counter bump, five slot stores
-    /// and the depth). Slots below `i` do not change, so no write section is needed for them;
-    /// slot `i` may still be read by a reader that saw a greater depth before a pop, so the
-    /// counter moves (by two: it stays even) before the slot is written, and that reader
-    /// retries.
-    ///
-    /// A slot that already holds exactly this entry (the same lock re-taken at the same
-    /// depth, the usual case in a loop) is left alone: a reader of it cannot see a change,
-    /// so only the depth is stored.
+    /// Before the owner stores the shown fields of a pushed entry into slot `i` (the hot
+    /// path: then the slot, then [`published`](Self::published)). Slots below do not change,
+    /// so no write section is needed for them; slot `i` may still be read by a reader that
+    /// saw a greater depth before a pop, so the counter moves (by two: it stays even) before
+    /// the slot is written, and that reader retries. A push that finds the slot already
+    /// showing its entry (the same lock re-taken at the same depth, the usual case in a loop)
+    /// skips this and the shown stores: a reader of the slot cannot see a change.
     #[inline(always)]
-    pub(crate) fn pushed(&self, i: usize, h: &HeldLock) {
-        if i < CHUNK {
-            let s = &self.chunk.slots[i];
-            // Relaxed: the owner reads back its own stores.
-            if s.instance.load(Ordering::Relaxed) == h.instance
-                && s.class.load(Ordering::Relaxed) == h.class.to_bits()
-                && s.meta.load(Ordering::Relaxed) == meta_of(h)
-                && std::ptr::eq(s.site.load(Ordering::Relaxed), h.site)
-                && std::ptr::eq(s.name_ptr.load(Ordering::Relaxed), h.name.as_ptr())
-            {
-                self.publish_push(i + 1);
-                return;
-            }
-        }
+    pub(crate) fn will_push(&self) {
         // Relaxed: only the owner writes the counter.
         let s = self.seq.load(Ordering::Relaxed);
         // Release: a reader whose first load sees the new value sees the pops before it (the
         // depth it reads is at most `i`, or `i + 1` with this slot complete). The Release
-        // fence: a reader that sees one of the slot stores below sees the new value on its
+        // fence: a reader that sees one of the slot stores after it sees the new value on its
         // second load of the counter.
         self.seq.store(s + 2, Ordering::Release);
         fence(Ordering::Release);
-        self.write_slot(i, h);
-        self.publish_push(i + 1);
     }
 
-    /// Stores the depth `len` after a push, counting the push.
-    #[inline]
-    fn publish_push(&self, len: usize) {
+    /// Stores the depth after a push onto `below` entries, counting the push: one add to the
+    /// word (its depth is `below`, or the cut-off if deeper, as every store of it keeps it).
+    #[inline(always)]
+    pub(crate) fn published(&self, below: usize) {
         // Relaxed: only the owner writes the word.
         let w = self.len.load(Ordering::Relaxed);
-        let pushes = (w >> DEPTH_BITS).wrapping_add(1);
+        let add = (1 << DEPTH_BITS) + u64::from((below as u64) < DEPTH_MASK);
         // Release: a reader that sees the new depth sees the whole slot.
-        self.len
-            .store(pushes << DEPTH_BITS | depth_word(len), Ordering::Release);
+        self.len.store(w + add, Ordering::Release);
     }
 
     /// The owner popped its top entry; `len` entries are left. One store: the slot stays
     /// intact until the next push (which moves the counter first), so a reader that still
     /// counts it reads a consistent past state.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn popped(&self, len: usize) {
-        self.publish_len(len);
+        // Relaxed: only the owner writes the word.
+        let w = self.len.load(Ordering::Relaxed);
+        // Release: a reader that sees the shorter depth sees every earlier section. The depth
+        // was `len + 1`, or the cut-off (and stays so) if `len` is that deep.
+        self.len
+            .store(w - u64::from((len as u64) < DEPTH_MASK), Ordering::Release);
+    }
+
+    /// The owner took every entry off at once. As [`popped`](Self::popped), one store.
+    pub(crate) fn emptied(&self) {
+        self.publish_len(0);
     }
 
     #[inline]
@@ -454,18 +417,13 @@ impl Record {
             .store(w & !DEPTH_MASK | depth_word(len), Ordering::Release);
     }
 
-    /// The owner's entries from `from` up changed (out-of-order release, mode or class
-    /// change, clear): rewrites them and the depth.
-    pub(crate) fn rewrite(&self, from: usize, held: &[HeldLock]) {
-        let even = self.begin();
-        for (i, h) in held.iter().enumerate().skip(from) {
-            self.write_slot(i, h);
-        }
+    /// Stores the depth `len` inside a write section (the entries moved), or when the stack is
+    /// emptied all at once.
+    pub(crate) fn set_len_in_section(&self, len: usize) {
         // Relaxed (both): the owner's word, inside the write section.
         let w = self.len.load(Ordering::Relaxed);
         self.len
-            .store(w & !DEPTH_MASK | depth_word(held.len()), Ordering::Relaxed);
-        self.end(even);
+            .store(w & !DEPTH_MASK | depth_word(len), Ordering::Relaxed);
     }
 
     /// The owner starts waiting for its entry of `instance` (a contended acquisition).
@@ -549,15 +507,13 @@ impl Record {
                 continue;
             }
             held.clear();
-            // Acquire: pairs with the Release stores of `publish_len` and `publish_push`.
+            // Acquire: pairs with the Release stores of `published`, `popped` and `publish_len`.
             let word = self.len.load(Ordering::Acquire);
             let len = (word & DEPTH_MASK) as usize;
-            for i in 0..len {
-                match self.slot(i) {
-                    Some(s) => held.push(read_slot(s)),
-                    None => break,
-                }
-            }
+            // Acquire: pairs with the Release store in `grow`. An array the owner outgrew
+            // meanwhile is read consistently, and the counter has moved.
+            let slots = self.slots();
+            held.extend(slots[..len.min(slots.len())].iter().map(Slot::read));
             // Relaxed (wait fields): inside the read section, checked by the counter.
             let waiting = self.wait_instance.load(Ordering::Relaxed);
             let since = self.wait_since.load(Ordering::Relaxed);
@@ -579,7 +535,7 @@ impl Record {
                     holder: Holder::new(self.index, generation),
                     progress: s1 ^ (word >> DEPTH_BITS).rotate_left(32),
                     record: self,
-                    held: held.into_iter().flatten().collect(),
+                    held: held.into_iter().filter(RawSlot::written).collect(),
                     wait,
                 });
             }
@@ -601,41 +557,6 @@ fn backoff(attempt: u32) {
     } else {
         std::thread::yield_now();
     }
-}
-
-fn meta_of(h: &HeldLock) -> u64 {
-    let mode = match h.mode {
-        Mode::Exclusive => 0,
-        Mode::Read => 1,
-        Mode::RecursiveRead => 2,
-        Mode::Upgradable => 3,
-    };
-    let len = h.name.len().min(u32::MAX as usize) as u64;
-    mode | u64::from(h.trylock) << 2
-        | u64::from(h.named) << 3
-        | u64::from(h.subclass) << 8
-        | len << 32
-}
-
-/// A slot's fields, read racily: checked by the read section before they are trusted.
-struct RawSlot {
-    instance: usize,
-    class: u64,
-    meta: u64,
-    site: *const Location<'static>,
-    name_ptr: *const u8,
-}
-
-fn read_slot(s: &Slot) -> Option<RawSlot> {
-    // Relaxed (every load of a slot): checked by the read section's counter.
-    let r = RawSlot {
-        instance: s.instance.load(Ordering::Relaxed),
-        class: s.class.load(Ordering::Relaxed),
-        meta: s.meta.load(Ordering::Relaxed),
-        site: s.site.load(Ordering::Relaxed),
-        name_ptr: s.name_ptr.load(Ordering::Relaxed),
-    };
-    (!r.site.is_null() && !r.name_ptr.is_null()).then_some(r)
 }
 
 /// The owner's wait, as a reader saw it.
@@ -681,33 +602,18 @@ impl Snapshot {
     /// The entries, bottom first (the one the owner waits for included, on top).
     pub(crate) fn entries(&self) -> impl Iterator<Item = SharedEntry> + '_ {
         self.held.iter().map(|r| {
-            // SAFETY: the read section validated the copy: `site` was stored from a
-            // `&'static Location` and `name_ptr` with the length in `meta` from one
-            // `&'static str` (cut at a character boundary only if over 4 GiB, which no
-            // `&'static str` name is), written by one push or write section.
-            let (site, name) = unsafe {
-                (
-                    &*r.site,
-                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                        r.name_ptr,
-                        (r.meta >> 32) as usize,
-                    )),
-                )
-            };
+            // SAFETY: the read section validated the copy: each slot was written by one push
+            // or write section, whole (see `RawSlot::decode`).
+            let e = unsafe { r.decode() };
             SharedEntry {
-                instance: r.instance,
-                class: ClassId::from_bits(r.class),
-                mode: match r.meta & 3 {
-                    0 => Mode::Exclusive,
-                    1 => Mode::Read,
-                    2 => Mode::RecursiveRead,
-                    _ => Mode::Upgradable,
-                },
-                trylock: r.meta & 4 != 0,
-                named: r.meta & 8 != 0,
-                subclass: (r.meta >> 8) as u8,
-                name,
-                site,
+                instance: e.instance,
+                class: e.class,
+                mode: e.mode,
+                trylock: e.trylock,
+                named: e.named,
+                subclass: e.subclass,
+                name: e.name,
+                site: e.site,
             }
         })
     }

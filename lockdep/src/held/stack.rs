@@ -1,14 +1,37 @@
 //! A thread's held-lock stack and the bookkeeping that must agree with it.
 //!
 //! Invariants, kept by the methods below and nowhere else: `top` is the chain key of the top
-//! entry (0 when empty); every entry's `chain_key` is its own key over the entry below it
+//! entry (0 when empty); every entry's chain key is its own key over the entry below it
 //! (`HeldLock::chain_key_on`); `marks` is the sum of the entries' pin counts plus the number
 //! of entries marked `paired`; `nested` is the number of entries taken under a nest_lock.
+//!
+//! # One storage
+//!
+//! The entries live in one array of [`Slot`]s, written once per push: while the thread holds
+//! a shared record, the record's own slots (so other threads read the stack itself, under the
+//! record's sequence counter; see [`record`]); without one (before the first
+//! push, past the record limit, and after the exit check gave the record back) a private
+//! array of the same slots. `base`/`cap` name the array in use, so the fast path reaches a
+//! slot with no indirection and no test of which array it is. The slot keeps the fields every
+//! path needs in seven words; a report decodes them into a [`HeldLock`].
+//!
+//! Why the record's slots and not the private array read by others: another thread may read
+//! the stack at any time, so its storage must be atomics either way, and it must outlive the
+//! thread (a reader may still be copying when the owner exits). The record's arrays are
+//! never freed, so a reader needs no more than the record's sequence counter; a private
+//! array that other threads read would need a way to free it safely at thread exit. The
+//! private array serves only threads no other thread can see anyway (no record), and is
+//! freed as usual. Costs on the owner's side: a push compares the slot with the entry first
+//! and stores nothing when it already holds it (a loop re-taking the same locks), else
+//! moves the record's counter when a reader could see the change; a LIFO pop is one store
+//! of the record's depth word.
 
 use std::cell::OnceCell;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::record::{self, Identity, Record};
+use super::slot::{Slot, Words};
 use super::HeldLock;
 use crate::chain::LocalCache;
 use crate::class::ClassId;
@@ -17,7 +40,15 @@ use crate::pair_cache::PairCache;
 
 /// Everything the validator keeps per thread.
 pub(crate) struct ThreadState {
-    held: Vec<HeldLock>,
+    /// The first of the `cap` slots in use: the record's array, or `own`'s (dangling when
+    /// `cap` is 0).
+    base: NonNull<Slot>,
+    /// The number of slots at `base`.
+    cap: usize,
+    /// The number of held entries: the slots below it.
+    len: usize,
+    /// The private slots, while the thread has no record (empty otherwise).
+    own: Vec<Slot>,
     /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
     /// acquire does not have to load it through the stack.
     top: u64,
@@ -34,8 +65,8 @@ pub(crate) struct ThreadState {
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
-    /// The copy of the stack other threads read (claimed at the first push; `None` before,
-    /// or past the record limit).
+    /// The record whose slots hold the stack (claimed at the first push; `None` before, or
+    /// past the record limit).
     record: Option<&'static Record>,
     /// No record is to be claimed: the record table was full at the last try, or the thread's
     /// exit check has run (its record was given back; see [`reset_after_exit`]).
@@ -69,12 +100,58 @@ impl Next {
     }
 }
 
+/// The held entries, bottom first: a view of the slots that decodes each entry it yields.
+#[derive(Clone, Copy)]
+pub(crate) struct Entries<'a> {
+    slots: &'a [Slot],
+}
+
+impl<'a> Entries<'a> {
+    /// The number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether there are none.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The entries, bottom first.
+    #[inline]
+    pub fn iter(&self) -> EntryIter<'a> {
+        self.into_iter()
+    }
+
+    /// The entries, copied out.
+    pub fn to_vec(self) -> Vec<HeldLock> {
+        self.iter().collect()
+    }
+}
+
+/// The iterator of [`Entries`].
+pub(crate) type EntryIter<'a> = std::iter::Map<std::slice::Iter<'a, Slot>, fn(&Slot) -> HeldLock>;
+
+impl<'a> IntoIterator for Entries<'a> {
+    type Item = HeldLock;
+    type IntoIter = EntryIter<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.slots.iter().map(Slot::load as fn(&Slot) -> HeldLock)
+    }
+}
+
 static NEXT_TID: AtomicU64 = AtomicU64::new(1);
 
 impl ThreadState {
     pub(crate) const fn new() -> ThreadState {
         ThreadState {
-            held: Vec::new(),
+            base: NonNull::dangling(),
+            cap: 0,
+            len: 0,
+            own: Vec::new(),
             top: 0,
             marks: 0,
             nested: 0,
@@ -84,6 +161,44 @@ impl ThreadState {
             record: None,
             unclaimable: false,
         }
+    }
+
+    /// The slots in use (`cap` of them).
+    #[inline(always)]
+    fn slots(&self) -> &[Slot] {
+        // SAFETY: `base` and `cap` name either the record's array (leaked, never freed) or
+        // `own`'s buffer (`use_own` sets them whenever `own` changes, and nothing else changes
+        // it), or nothing (`cap` 0, `base` dangling and aligned).
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.cap) }
+    }
+
+    /// Slot `i`, below `cap`.
+    #[inline(always)]
+    fn slot(&self, i: usize) -> &Slot {
+        &self.slots()[i]
+    }
+
+    /// Makes `own` the array in use.
+    fn use_own(&mut self, own: Vec<Slot>) {
+        self.own = own;
+        self.cap = self.own.len();
+        self.base = NonNull::new(self.own.as_mut_ptr()).expect("a Vec's pointer is not null");
+    }
+
+    /// Makes the record's `slots` the array in use.
+    fn use_shared(&mut self, slots: &'static [Slot]) {
+        self.own = Vec::new();
+        self.cap = slots.len();
+        self.base = NonNull::from(slots).cast();
+    }
+
+    /// A private array of `cap` slots holding the stack's entries.
+    fn private_copy(&self, cap: usize) -> Vec<Slot> {
+        let own: Vec<Slot> = (0..cap).map(|_| Slot::default()).collect();
+        for (to, from) in own.iter().zip(&self.slots()[..self.len]) {
+            to.copy_from(from);
+        }
+        own
     }
 
     /// The state after the thread's exit check gave the record back: claims no record again,
@@ -99,10 +214,10 @@ impl ThreadState {
     /// the fast path, which never allocates, leaves every operation to the slow path), and no
     /// memory at all when it is empty.
     pub(crate) fn trim_after_exit(&mut self) {
-        if self.held.is_empty() {
-            self.held = Vec::new();
-        } else {
-            self.held.shrink_to_fit();
+        debug_assert!(self.record.is_none(), "late mode has no record");
+        if self.cap != self.len {
+            let own = self.private_copy(self.len);
+            self.use_own(own);
         }
     }
 
@@ -112,12 +227,10 @@ impl ThreadState {
         self.record
     }
 
-    /// Claims a shared record and copies the stack into it (the first push of the thread).
+    /// Claims a shared record and moves the stack into its slots (the first push of the
+    /// thread).
     #[cold]
     fn claim_record(&mut self) {
-        if self.unclaimable {
-            return;
-        }
         let (id, name) = self.identity().clone();
         let std_id = std::panic::catch_unwind(|| std::thread::current().id()).ok();
         let identity = Identity {
@@ -128,16 +241,31 @@ impl ThreadState {
         };
         self.record = record::claim(identity);
         match self.record {
-            Some(r) => r.rewrite(0, &self.held),
+            Some(r) => {
+                let mut slots = r.slots();
+                if slots.len() < self.len {
+                    slots = r.grow(0, self.len.next_power_of_two());
+                }
+                let even = r.begin();
+                for (to, from) in slots.iter().zip(&self.slots()[..self.len]) {
+                    to.copy_from(from);
+                }
+                r.set_len_in_section(self.len);
+                r.end(even);
+                self.use_shared(slots);
+            }
             // The table is full: this thread's stack stays private (not in dumps or other
             // threads' checks), and no later push tries again.
             None => self.unclaimable = true,
         }
     }
 
-    /// Gives the shared record back (thread exit), after the stack was emptied.
+    /// Gives the shared record back (thread exit): the entries still held move to a private
+    /// array first, as the record's next owner writes its slots.
     pub fn give_back_record(&mut self) {
         if let Some(r) = self.record.take() {
+            let own = self.private_copy(self.len);
+            self.use_own(own);
             r.give_back();
         }
     }
@@ -151,6 +279,12 @@ impl ThreadState {
                 self.apply_mail(r);
             }
         }
+    }
+
+    /// Whether other threads posted mail that [`settle`](Self::settle) would apply.
+    #[inline(always)]
+    pub fn has_mail(&self) -> bool {
+        self.record.is_some_and(|r| r.has_mail())
     }
 
     #[cold]
@@ -186,8 +320,16 @@ impl ThreadState {
 
     /// The held entries, bottom first.
     #[inline]
-    pub fn entries(&self) -> &[HeldLock] {
-        &self.held
+    pub fn entries(&self) -> Entries<'_> {
+        Entries {
+            slots: &self.slots()[..self.len],
+        }
+    }
+
+    /// Held entry `i`. Panics if there is no such entry.
+    #[inline]
+    pub fn entry(&self, i: usize) -> HeldLock {
+        self.entries().slots[i].load()
     }
 
     /// The chain key of the current stack (0 when empty).
@@ -199,13 +341,15 @@ impl ThreadState {
     /// Index of the topmost entry for this instance.
     #[inline]
     pub fn find(&self, instance: usize) -> Option<usize> {
-        self.held.iter().rposition(|h| h.instance == instance)
+        self.slots()[..self.len]
+            .iter()
+            .rposition(|s| s.instance() == instance)
     }
 
     /// The depth that counts against the limit: held entries not covered by a nest_lock.
     #[inline]
     pub fn depth(&self) -> usize {
-        self.held.len() - self.nested as usize
+        self.len - self.nested as usize
     }
 
     /// Prepares `entry` for a push onto the stack as it is now: computes its chain key.
@@ -218,20 +362,32 @@ impl ThreadState {
         }
     }
 
-    /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since. Always
-    /// inlined: it is the fast path's only write (out of line, the entry is spilled and
-    /// copied once more).
-    #[inline(always)]
+    /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since: claims
+    /// the record at the thread's first push, and grows the array when it is full.
+    #[inline]
     pub fn push(&mut self, next: Next) {
-        let i = self.held.len();
-        let entry = self.account(next);
-        // The shared copy from the entry as it is (in registers), before it moves.
-        if let Some(r) = self.record {
-            r.pushed(i, &entry);
-            self.held.push(entry);
-        } else {
-            self.held.push(entry);
+        if self.record.is_none() && !self.unclaimable {
             self.claim_record();
+        }
+        if !self.has_room() {
+            self.grow();
+        }
+        self.push_in_room(next);
+    }
+
+    /// Doubles the array in use (at least 4 slots), keeping the entries.
+    #[cold]
+    fn grow(&mut self) {
+        let cap = (self.cap * 2).max(4);
+        match self.record {
+            Some(r) => {
+                let slots = r.grow(self.len, cap);
+                self.use_shared(slots);
+            }
+            None => {
+                let own = self.private_copy(cap);
+                self.use_own(own);
+            }
         }
     }
 
@@ -240,27 +396,39 @@ impl ThreadState {
     /// call is made while the new entry's fields are in registers.
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.held.len() < self.held.capacity()
+        self.len < self.cap
     }
 
     /// [`push`](Self::push) into room that [`has_room`](Self::has_room) found: never
-    /// allocates. Panics if there is no room.
-    #[inline]
+    /// allocates, and stores each word of the entry once, into its slot. Panics if there is
+    /// no room.
+    #[inline(always)]
     pub fn push_in_room(&mut self, next: Next) {
         let entry = self.account(next);
-        let len = self.held.len();
+        let len = self.len;
+        let slot = self.slot(len);
+        let words = Words::of(&entry);
         // The room came from a `push`, which claimed the record if there is one to claim.
-        if let Some(r) = self.record {
-            r.pushed(len, &entry);
+        match self.record {
+            Some(r) => {
+                // A slot that holds the entry already (the same lock at the same depth, as
+                // last time) is left alone; one that shows it with other owner's words is
+                // rewritten with no move of the counter (no reader sees a change).
+                if !slot.holds(&words) {
+                    if !slot.shows(&words) {
+                        r.will_push();
+                    }
+                    slot.store(&words);
+                }
+                r.published(len);
+            }
+            None => slot.store(&words),
         }
-        self.held.spare_capacity_mut()[0].write(entry);
-        // SAFETY: the element at `len` (the first spare slot, within capacity: the indexing
-        // above panics otherwise) was just initialized.
-        unsafe { self.held.set_len(len + 1) };
+        self.len = len + 1;
     }
 
     /// The counters' and the top key's share of a push; returns the entry to store.
-    #[inline]
+    #[inline(always)]
     fn account(&mut self, next: Next) -> HeldLock {
         debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
         let Next { entry, .. } = next;
@@ -274,28 +442,49 @@ impl ThreadState {
     /// entry carries a mark or a nest_lock; false (and nothing changes) otherwise.
     #[inline(always)]
     pub fn pop_plain(&mut self, instance: usize) -> bool {
-        let len = self.held.len();
+        let len = self.len;
         // One test of the two counters: anything unusual goes the general way.
-        if len == 0 || self.held[len - 1].instance != instance || (self.marks | self.nested) != 0 {
+        if len == 0
+            || self.top_slot(len - 1).instance() != instance
+            || (self.marks | self.nested) != 0
+        {
             return false;
         }
-        self.held.pop();
-        self.top = if len == 1 {
+        self.pop_top();
+        true
+    }
+
+    /// Held entry `i`'s slot with no bounds check (the release's hot path has no panic
+    /// branch, so it saves no register). `i` must be below `len`.
+    #[inline(always)]
+    fn top_slot(&self, i: usize) -> &Slot {
+        debug_assert!(i < self.len);
+        // SAFETY: `i < len <= cap` (the caller's contract; `len` only grows by a push into
+        // room), and `base..cap` are live slots (see `slots`).
+        unsafe { &*self.base.as_ptr().add(i) }
+    }
+
+    /// Pops the top entry (the LIFO case: no chain keys to recompute): the slot stays as it
+    /// is, and the record's depth is the one shared store.
+    #[inline(always)]
+    fn pop_top(&mut self) {
+        let len = self.len - 1;
+        self.len = len;
+        self.top = if len == 0 {
             0
         } else {
-            self.held[len - 2].chain_key
+            self.top_slot(len - 1).chain_key()
         };
         if let Some(r) = self.record {
-            r.popped(len - 1);
+            r.popped(len);
         }
-        true
     }
 
     /// Bookkeeping for entry `i` leaving the stack; returns its pins and paired mark.
     #[inline]
     fn leave(&mut self, i: usize) -> Left {
         let left = self.take_marks(i);
-        if self.nested > 0 && self.held[i].nest_lock != 0 {
+        if self.nested > 0 && self.slot(i).nest_lock() != 0 {
             self.nested -= 1;
         }
         left
@@ -312,16 +501,10 @@ impl ThreadState {
     #[inline(always)]
     pub fn release_at(&mut self, i: usize) -> Left {
         let left = self.leave(i);
-        if i + 1 == self.held.len() {
-            // The usual LIFO case: no chain keys to recompute.
-            self.held.pop();
-            self.top = self.held.last().map_or(0, |h| h.chain_key);
-            if let Some(r) = self.record {
-                r.popped(i);
-            }
+        if i + 1 == self.len {
+            self.pop_top();
         } else {
-            self.held.remove(i);
-            self.rekey(i);
+            self.cut(i);
         }
         left
     }
@@ -336,16 +519,18 @@ impl ThreadState {
                 paired: false,
             };
         }
-        let pins = u32::from(std::mem::take(&mut self.held[i].pin_count));
-        let paired = std::mem::take(&mut self.held[i].paired);
+        let (pins, paired) = self.slot(i).marks();
+        self.slot(i).set_marks(0, false);
+        let pins = u32::from(pins);
         self.marks -= pins + u32::from(paired);
         Left { pins, paired }
     }
 
     /// Marks entry `i` as the source of a checked instance pair.
     pub fn mark_paired(&mut self, i: usize) {
-        if !self.held[i].paired {
-            self.held[i].paired = true;
+        let (pins, paired) = self.slot(i).marks();
+        if !paired {
+            self.slot(i).set_marks(pins, true);
             self.marks += 1;
         }
     }
@@ -354,55 +539,95 @@ impl ThreadState {
     /// (the kernel re-acquires them in `__lock_release()`; we do not re-validate, because every
     /// dependency among the remaining locks is already implied by the graph).
     pub fn remove(&mut self, i: usize) -> HeldLock {
+        let mut h = self.entry(i);
         let left = self.leave(i);
-        let mut h = self.held.remove(i);
         // The removed entry keeps its marks (a detached lock carries them to its new thread).
         h.pin_count = left.pins as u16;
         h.paired = left.paired;
-        self.rekey(i);
+        self.cut(i);
         h
+    }
+
+    /// Takes entry `i` (not the top) out: the entries above move down one slot, with new
+    /// chain keys, in one write section.
+    fn cut(&mut self, i: usize) {
+        self.edit(|st| {
+            let slots = &st.slots()[..st.len];
+            for j in i + 1..slots.len() {
+                slots[j - 1].copy_from(&slots[j]);
+            }
+            st.len -= 1;
+            st.rekey(i);
+        });
+    }
+
+    /// Runs `f`, a change to shown fields of the held entries or to their number, in a write
+    /// section of the record (if there is one), and publishes the depth it leaves.
+    fn edit(&mut self, f: impl FnOnce(&mut ThreadState)) {
+        match self.record {
+            Some(r) => {
+                let even = r.begin();
+                f(self);
+                r.set_len_in_section(self.len);
+                r.end(even);
+            }
+            None => f(self),
+        }
     }
 
     /// Changes the class (and subclass) of entry `i` and recomputes the chain keys from it up.
     pub fn set_class(&mut self, i: usize, class: ClassId, subclass: u8) {
-        self.held[i].class = class;
-        self.held[i].subclass = subclass;
-        self.rekey(i);
+        let mut h = self.entry(i);
+        h.class = class;
+        h.subclass = subclass;
+        self.edit(|st| {
+            st.slot(i).write(&h);
+            st.rekey(i);
+        });
     }
 
     /// Changes the mode of entry `i` and recomputes the chain keys from it up.
     pub fn set_mode(&mut self, i: usize, mode: Mode) {
-        self.held[i].mode = mode;
-        self.rekey(i);
+        let mut h = self.entry(i);
+        h.mode = mode;
+        self.edit(|st| {
+            st.slot(i).write(&h);
+            st.rekey(i);
+        });
     }
 
     /// Adds one pin to entry `i`.
     pub fn pin(&mut self, i: usize) {
-        if let Some(p) = self.held[i].pin_count.checked_add(1) {
-            self.held[i].pin_count = p;
+        let (pins, paired) = self.slot(i).marks();
+        if let Some(p) = pins.checked_add(1) {
+            self.slot(i).set_marks(p, paired);
             self.marks += 1;
         }
     }
 
     /// Removes one pin from entry `i`; false (and nothing changes) if it has none.
     pub fn unpin(&mut self, i: usize) -> bool {
-        if self.held[i].pin_count == 0 {
+        let (pins, paired) = self.slot(i).marks();
+        if pins == 0 {
             return false;
         }
-        self.held[i].pin_count -= 1;
+        self.slot(i).set_marks(pins - 1, paired);
         self.marks -= 1;
         true
     }
 
     /// Takes every entry off the stack (thread exit), leaving it empty.
     pub fn take_all(&mut self) -> Vec<HeldLock> {
+        let all = self.entries().to_vec();
         self.top = 0;
         self.marks = 0;
         self.nested = 0;
+        self.len = 0;
         if let Some(r) = self.record {
-            r.rewrite(0, &[]);
+            // As a pop: the slots stay as they are.
+            r.emptied();
         }
-        std::mem::take(&mut self.held)
+        all
     }
 
     /// Forgets the stack and the chain cache (the validator's reset).
@@ -412,21 +637,16 @@ impl ThreadState {
         self.pairs.clear();
     }
 
+    /// Recomputes the chain keys from entry `i` up, and the top key (shown fields unchanged).
     fn rekey(&mut self, i: usize) {
-        let mut key = if i == 0 {
-            0
-        } else {
-            self.held[i - 1].chain_key
-        };
-        for e in &mut self.held[i..] {
-            key = e.chain_key_on(key);
-            e.chain_key = key;
+        let slots = &self.slots()[..self.len];
+        let mut key = if i == 0 { 0 } else { slots[i - 1].chain_key() };
+        for s in &slots[i..] {
+            let h = s.load();
+            key = h.chain_key_on(key);
+            s.set_chain_key(key);
         }
         self.top = key;
-        // Every change but a push and a LIFO pop ends here: the shared copy follows.
-        if let Some(r) = self.record {
-            r.rewrite(i, &self.held);
-        }
     }
 }
 
@@ -526,7 +746,7 @@ mod tests {
         assert_ne!(st.top_key(), before);
         assert_eq!(keys(&st), fresh_keys(&st));
         st.set_class(1, ClassId::new(9, 1), 1);
-        assert_eq!(st.entries()[1].subclass, 1);
+        assert_eq!(st.entry(1).subclass, 1);
         assert_eq!(keys(&st), fresh_keys(&st));
     }
 
@@ -607,5 +827,173 @@ mod tests {
         // The counters were reset with the stack: a new entry releases cleanly.
         push(&mut st, entry(3));
         assert_eq!(st.release_at(0).pins, 0);
+    }
+
+    /// The instances the record shows, bottom first.
+    fn shown(r: &'static Record) -> Vec<usize> {
+        let snap = r.snapshot(false).expect("the record is owned");
+        snap.entries().map(|e| e.instance).collect()
+    }
+
+    fn instances(st: &ThreadState) -> Vec<usize> {
+        st.entries().iter().map(|e| e.instance).collect()
+    }
+
+    #[test]
+    fn the_record_is_the_stack_through_growth_and_edits() {
+        let mut st = ThreadState::new();
+        // Deeper than a new record's array: the stack moves to a larger one.
+        for i in 1..=70 {
+            push(&mut st, entry(i));
+        }
+        let r = st.record().expect("a record was claimed at the first push");
+        assert_eq!(shown(r), (1..=70).collect::<Vec<_>>());
+        assert_eq!(keys(&st), fresh_keys(&st));
+        st.release_at(10);
+        st.set_mode(3, Mode::Read);
+        assert_eq!(st.remove(0).instance, 1);
+        assert_eq!(shown(r), instances(&st));
+        assert_eq!(keys(&st), fresh_keys(&st));
+        let snap = r.snapshot(false).unwrap();
+        assert_eq!(snap.entries().nth(2).unwrap().mode, Mode::Read);
+        while st.entries().len() > 30 {
+            st.release_at(st.entries().len() - 1);
+        }
+        assert_eq!(shown(r), instances(&st));
+        st.take_all();
+        assert!(shown(r).is_empty());
+        assert_eq!(st.top_key(), 0);
+        st.give_back_record();
+    }
+
+    #[test]
+    fn giving_the_record_back_keeps_the_entries_privately() {
+        let mut st = ThreadState::new();
+        for i in 1..=3 {
+            push(&mut st, entry(i));
+        }
+        st.pin(1);
+        let r = st.record().unwrap();
+        let before = (keys(&st), st.top_key());
+        st.give_back_record();
+        assert!(r.snapshot(false).is_none(), "the record is free");
+        st.reset_after_exit();
+        assert_eq!(instances(&st), [1, 2, 3]);
+        assert_eq!((keys(&st), st.top_key()), before);
+        // Late mode: no spare room (the fast path never pushes), and no record is claimed.
+        assert!(!st.has_room());
+        push(&mut st, entry(4));
+        st.trim_after_exit();
+        assert!(st.record().is_none());
+        assert!(!st.has_room());
+        assert_eq!(st.release_at(1).pins, 1, "the pin moved with its entry");
+        st.trim_after_exit();
+        assert_eq!(instances(&st), [1, 3, 4]);
+        assert_eq!(keys(&st), fresh_keys(&st));
+        st.take_all();
+        st.trim_after_exit();
+        assert_eq!(st.cap, 0, "an empty late stack keeps no memory");
+    }
+
+    #[test]
+    fn a_thread_past_the_record_limit_keeps_a_private_stack() {
+        let mut st = ThreadState::new();
+        // What a failed claim leaves (the table was full).
+        st.unclaimable = true;
+        for i in 1..=40 {
+            push(&mut st, entry(i));
+        }
+        assert!(st.record().is_none());
+        assert_eq!(instances(&st), (1..=40).collect::<Vec<_>>());
+        assert_eq!(keys(&st), fresh_keys(&st));
+        assert!(
+            st.has_room(),
+            "private growth doubles: the fast path can push"
+        );
+        st.release_at(5);
+        st.pin(0);
+        assert_eq!(keys(&st), fresh_keys(&st));
+        assert_eq!(st.remove(0).pin_count, 1);
+        assert_eq!(st.entries().len(), 38);
+    }
+
+    #[test]
+    fn readers_never_see_a_torn_stack() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{mpsc, Arc};
+        // Every consistent state: instances strictly rising, each entry's name and class
+        // chosen by its instance. A torn copy (a slot from two entries, or a depth from
+        // another state) breaks it.
+        const NAMES: [&str; 3] = ["a", "bb", "cccc"];
+        fn make(i: usize) -> HeldLock {
+            HeldLock {
+                class: ClassId::new(i as u32, 1),
+                name: NAMES[i % 3],
+                ..entry(i)
+            }
+        }
+        let (tx, rx) = mpsc::channel();
+        let done = Arc::new(AtomicBool::new(false));
+        let copies = Arc::new(AtomicU64::new(0));
+        let (stop, copied) = (done.clone(), copies.clone());
+        let reader = std::thread::spawn(move || {
+            let r: &'static Record = rx.recv().unwrap();
+            let mut seen = 0u64;
+            // Relaxed: a stop flag; the join below orders the rest.
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(snap) = r.snapshot(false) {
+                    let mut last = 0;
+                    for e in snap.entries() {
+                        assert!(e.instance > last, "instances rise");
+                        assert_eq!(e.class, ClassId::new(e.instance as u32, 1));
+                        assert_eq!(e.name, NAMES[e.instance % 3]);
+                        last = e.instance;
+                    }
+                    seen += 1;
+                    // Relaxed: a progress count for the owner's loop bound.
+                    copied.store(seen, Ordering::Relaxed);
+                }
+            }
+            seen
+        });
+        let mut st = ThreadState::new();
+        push(&mut st, make(1));
+        tx.send(st.record().unwrap()).unwrap();
+        let mut next = 2;
+        // At least 20,000 changes, and on until the reader made 1,000 copies while they ran.
+        let mut round = 0usize;
+        // Relaxed: a progress count (see the reader).
+        // (A reader that failed ends the loop too.)
+        while (round < 20_000 || copies.load(Ordering::Relaxed) < 1_000) && !reader.is_finished() {
+            round += 1;
+            match round % 5 {
+                // Pushes (the stack grows past the first array now and then).
+                0..=2 => {
+                    push(&mut st, make(next));
+                    next += 1;
+                }
+                // A LIFO pop.
+                3 => {
+                    if let Some(top) = st.entries().len().checked_sub(1) {
+                        st.release_at(top);
+                    }
+                }
+                // An out-of-order release (entries move down a slot).
+                _ => {
+                    let n = st.entries().len();
+                    if n > 2 {
+                        st.release_at(n / 2);
+                    }
+                }
+            }
+            if st.entries().len() > 100 {
+                st.take_all();
+            }
+        }
+        // Relaxed: see the reader.
+        done.store(true, Ordering::Relaxed);
+        assert!(reader.join().unwrap() >= 1_000);
+        st.take_all();
+        st.give_back_record();
     }
 }

@@ -69,7 +69,7 @@ pub(crate) fn lock(g: &Graph, h: &HeldLock) -> LockDesc {
 
 /// The thread's held locks, bottom first.
 pub(crate) fn held(g: &Graph, st: &ThreadState) -> Vec<LockDesc> {
-    st.entries().iter().map(|h| lock(g, h)).collect()
+    st.entries().iter().map(|h| lock(g, &h)).collect()
 }
 
 // ----------------------------------------------------------------------- keys and classes

@@ -68,22 +68,36 @@ thread_local! {
 #[inline]
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     if EXIT.try_with(|_| ()).is_ok() {
-        return with_state_fast(f);
+        return with_state_registered(f);
     }
     with_state_late(f)
 }
 
-/// [`with_state`] without the exit check's registration: for the fast path, which only reads
-/// or shrinks a stack that a [`with_state`] call gave room before. No lazy-initialization
-/// check, no call. Applies the releases other threads posted first (one relaxed load when
-/// there are none).
+/// [`with_state`] once the exit check is registered. Applies the releases other threads
+/// posted first (one relaxed load when there are none).
 #[inline(always)]
-pub(crate) fn with_state_fast<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+fn with_state_registered<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     STATE.with(|s| {
         s.try_borrow_mut().ok().map(|mut s| {
             s.settle();
             f(&mut s)
         })
+    })
+}
+
+/// [`with_state`] for the fast paths, which only read or shrink a stack that a
+/// [`with_state`] call gave room before: no exit-check registration, no lazy-initialization
+/// check, and no call at all. `None` (as if the state were unavailable) also while other
+/// threads' mail waits: the fast path then gives up, and the slow path that it hands over to
+/// applies the mail (one relaxed load when there is none), so the fast path stays a leaf.
+#[inline(always)]
+pub(crate) fn with_state_fast<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    STATE.with(|s| {
+        let mut s = s.try_borrow_mut().ok()?;
+        if s.has_mail() {
+            return None;
+        }
+        Some(f(&mut s))
     })
 }
 

@@ -42,7 +42,7 @@ pub(crate) fn release(instance: usize) -> Release {
         Some(i) => {
             // Only if some entry carries a mark (rare) can this one, and a pinned entry's
             // report needs the site that acquired it.
-            let acquired_at = st.any_marked().then(|| st.entries()[i].site);
+            let acquired_at = st.any_marked().then(|| st.entry(i).site);
             match (st.release_at(i), acquired_at) {
                 (
                     Left {

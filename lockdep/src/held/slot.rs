@@ -1,0 +1,311 @@
+//! One held lock as it is stored: seven words, each an atomic, so that the one copy of a
+//! thread's stack can be both its owner's working storage and what other threads read.
+//!
+//! Only the owner stores, with relaxed stores and loads (on the usual targets they compile to
+//! plain moves: the owner pays nothing for the atomics). Another thread reads a slot only
+//! inside a read section of the record's sequence counter (see [`record`](super::record)),
+//! which tells it whether what it read is consistent; it trusts nothing before that.
+//!
+//! Fields fall in two groups:
+//! - **shown to other threads**: the instance, the class, the `meta` word's mode, trylock,
+//!   named and subclass bits and the name's length, the site and the name's address. The
+//!   owner changes them only by a push (after moving the counter) or inside a write section.
+//! - **the owner's alone**: the chain key, the nest_lock, and `meta`'s pin count and paired
+//!   bit. Readers ignore them, so the owner changes them with no section (`meta` is one word:
+//!   a reader gets its shown bits whole either way).
+
+use std::panic::Location;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use super::HeldLock;
+use crate::class::ClassId;
+use crate::mode::Mode;
+
+/// `meta`: the mode (bits 0..2), trylock (bit 2), named (bit 3), subclass (bits 8..16) and
+/// the name's length in bytes (bits 32..64, a longer name is cut there) are shown; the paired
+/// mark (bit 4) and the pin count (bits 16..32) are the owner's.
+const PAIRED: u64 = 1 << 4;
+const PIN_SHIFT: u32 = 16;
+const PIN_MASK: u64 = 0xffff << PIN_SHIFT;
+/// The bits of `meta` that other threads read.
+const SHOWN: u64 = !(PAIRED | PIN_MASK);
+
+/// One held lock in a thread's stack.
+#[derive(Default)]
+pub(crate) struct Slot {
+    instance: AtomicUsize,
+    class: AtomicU64,
+    meta: AtomicU64,
+    site: AtomicPtr<Location<'static>>,
+    name_ptr: AtomicPtr<u8>,
+    /// The owner's: the entry's chain key.
+    chain_key: AtomicU64,
+    /// The owner's: the nest_lock's instance, or 0.
+    nest_lock: AtomicUsize,
+}
+
+/// The shown part of a slot, read racily: checked by a read section before it is trusted.
+#[derive(Clone, Copy)]
+pub(crate) struct RawSlot {
+    instance: usize,
+    class: u64,
+    meta: u64,
+    site: *const Location<'static>,
+    name_ptr: *const u8,
+}
+
+/// The shown fields of an entry, decoded.
+pub(crate) struct Shown {
+    pub instance: usize,
+    pub class: ClassId,
+    pub mode: Mode,
+    pub trylock: bool,
+    pub named: bool,
+    pub subclass: u8,
+    pub name: &'static str,
+    pub site: &'static Location<'static>,
+}
+
+fn meta_of(h: &HeldLock) -> u64 {
+    let mode = match h.mode {
+        Mode::Exclusive => 0,
+        Mode::Read => 1,
+        Mode::RecursiveRead => 2,
+        Mode::Upgradable => 3,
+    };
+    let len = h.name.len().min(u32::MAX as usize) as u64;
+    mode | u64::from(h.trylock) << 2
+        | u64::from(h.named) << 3
+        | u64::from(h.paired) << 4
+        | u64::from(h.subclass) << 8
+        | u64::from(h.pin_count) << PIN_SHIFT
+        | len << 32
+}
+
+/// An entry's seven words, computed once for a push (compared, then stored).
+#[derive(Clone, Copy)]
+pub(crate) struct Words {
+    instance: usize,
+    class: u64,
+    meta: u64,
+    site: *const Location<'static>,
+    name_ptr: *const u8,
+    chain_key: u64,
+    nest_lock: usize,
+}
+
+impl Words {
+    /// The words of `h`.
+    #[inline(always)]
+    pub fn of(h: &HeldLock) -> Words {
+        Words {
+            instance: h.instance,
+            class: h.class.to_bits(),
+            meta: meta_of(h),
+            site: h.site,
+            name_ptr: h.name.as_ptr(),
+            chain_key: h.chain_key,
+            nest_lock: h.nest_lock,
+        }
+    }
+}
+
+impl Slot {
+    /// Stores every field of `h` (the owner). Relaxed: see the module docs; the caller orders
+    /// the shown fields with the record's counter.
+    #[inline(always)]
+    pub fn write(&self, h: &HeldLock) {
+        self.store(&Words::of(h));
+    }
+
+    /// Stores every word (the owner).
+    #[inline(always)]
+    pub fn store(&self, w: &Words) {
+        // Relaxed (every store): the owner's plain stores, ordered for readers by the
+        // record's counter (see `Record::will_push` and `Record::begin`).
+        self.instance.store(w.instance, Ordering::Relaxed);
+        self.class.store(w.class, Ordering::Relaxed);
+        self.meta.store(w.meta, Ordering::Relaxed);
+        self.site.store(w.site.cast_mut(), Ordering::Relaxed);
+        self.name_ptr
+            .store(w.name_ptr.cast_mut(), Ordering::Relaxed);
+        self.chain_key.store(w.chain_key, Ordering::Relaxed);
+        self.nest_lock.store(w.nest_lock, Ordering::Relaxed);
+    }
+
+    /// Whether the slot shows exactly `w`'s shown words: a push of it need not store them
+    /// again (no reader can see a change).
+    #[inline(always)]
+    pub fn shows(&self, w: &Words) -> bool {
+        // Relaxed (every load): the owner reads back its own stores.
+        self.instance.load(Ordering::Relaxed) == w.instance
+            && self.class.load(Ordering::Relaxed) == w.class
+            && self.meta.load(Ordering::Relaxed) == w.meta
+            && std::ptr::eq(self.site.load(Ordering::Relaxed), w.site)
+            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), w.name_ptr)
+    }
+
+    /// Whether the slot holds exactly `w`, the owner's words too: a push of it stores nothing
+    /// (the usual case in a loop that re-takes the same locks at the same depth).
+    #[inline(always)]
+    pub fn holds(&self, w: &Words) -> bool {
+        // Relaxed (both loads): the owner reads back its own stores.
+        self.chain_key.load(Ordering::Relaxed) == w.chain_key
+            && self.nest_lock.load(Ordering::Relaxed) == w.nest_lock
+            && self.shows(w)
+    }
+
+    /// Copies every field of `from` (the owner, inside a write section or on private slots).
+    pub fn copy_from(&self, from: &Slot) {
+        // Relaxed (every load and store): the owner's own fields; see `write`.
+        self.instance
+            .store(from.instance.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.class
+            .store(from.class.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.meta
+            .store(from.meta.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.site
+            .store(from.site.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.name_ptr
+            .store(from.name_ptr.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.write_own_raw(
+            from.chain_key.load(Ordering::Relaxed),
+            from.nest_lock.load(Ordering::Relaxed),
+        );
+    }
+
+    fn write_own_raw(&self, chain_key: u64, nest_lock: usize) {
+        // Relaxed (both): the owner's fields.
+        self.chain_key.store(chain_key, Ordering::Relaxed);
+        self.nest_lock.store(nest_lock, Ordering::Relaxed);
+    }
+
+    /// The instance (the owner).
+    #[inline(always)]
+    pub fn instance(&self) -> usize {
+        // Relaxed: the owner reads back its own store.
+        self.instance.load(Ordering::Relaxed)
+    }
+
+    /// The chain key (the owner).
+    #[inline(always)]
+    pub fn chain_key(&self) -> u64 {
+        // Relaxed: the owner's field.
+        self.chain_key.load(Ordering::Relaxed)
+    }
+
+    /// Sets the chain key (the owner).
+    #[inline]
+    pub fn set_chain_key(&self, key: u64) {
+        // Relaxed: the owner's field.
+        self.chain_key.store(key, Ordering::Relaxed);
+    }
+
+    /// The nest_lock's instance, or 0 (the owner).
+    #[inline]
+    pub fn nest_lock(&self) -> usize {
+        // Relaxed: the owner's field.
+        self.nest_lock.load(Ordering::Relaxed)
+    }
+
+    /// The pin count and the paired mark (the owner).
+    #[inline]
+    pub fn marks(&self) -> (u16, bool) {
+        // Relaxed: the owner reads back its own store.
+        let m = self.meta.load(Ordering::Relaxed);
+        (((m & PIN_MASK) >> PIN_SHIFT) as u16, m & PAIRED != 0)
+    }
+
+    /// Sets the pin count and the paired mark (the owner). No write section: readers ignore
+    /// these bits, and `meta` is stored whole.
+    #[inline]
+    pub fn set_marks(&self, pins: u16, paired: bool) {
+        // Relaxed (both): the owner's word; a reader of it keeps only the shown bits, which
+        // this store leaves as they were.
+        let m = self.meta.load(Ordering::Relaxed) & !(PAIRED | PIN_MASK);
+        let m = m | u64::from(pins) << PIN_SHIFT | (u64::from(paired) * PAIRED);
+        self.meta.store(m, Ordering::Relaxed);
+    }
+
+    /// The whole entry (the owner, of a slot it wrote).
+    pub fn load(&self) -> HeldLock {
+        let raw = self.read();
+        // SAFETY: the owner reads a slot it wrote from a `HeldLock` (see `RawSlot::decode`'s
+        // contract): `write` and `copy_from` are the only stores, from valid entries.
+        let shown = unsafe { raw.decode() };
+        let (pin_count, paired) = self.marks();
+        HeldLock {
+            class: shown.class,
+            instance: shown.instance,
+            name: shown.name,
+            named: shown.named,
+            mode: shown.mode,
+            trylock: shown.trylock,
+            subclass: shown.subclass,
+            nest_lock: self.nest_lock(),
+            site: shown.site,
+            chain_key: self.chain_key(),
+            pin_count,
+            paired,
+        }
+    }
+
+    /// The shown fields as they are now (a reader: racy until its read section validates).
+    pub fn read(&self) -> RawSlot {
+        // Relaxed (every load): checked by the read section's counter, or the owner's own.
+        RawSlot {
+            instance: self.instance.load(Ordering::Relaxed),
+            class: self.class.load(Ordering::Relaxed),
+            meta: self.meta.load(Ordering::Relaxed) & SHOWN,
+            site: self.site.load(Ordering::Relaxed),
+            name_ptr: self.name_ptr.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl RawSlot {
+    /// Whether the slot was ever written (a fresh slot has null pointers).
+    pub fn written(&self) -> bool {
+        !self.site.is_null() && !self.name_ptr.is_null()
+    }
+
+    /// The fields, decoded.
+    ///
+    /// # Safety
+    ///
+    /// The copy must be one [`Slot::write`] (or a copy of one) stored whole: the owner's own
+    /// slot, or a reader's copy that its read section validated. `site` then comes from a
+    /// `&'static Location` and `name_ptr` with the length in `meta` from one `&'static str`
+    /// (cut at a character boundary only if over 4 GiB, which no `&'static str` name is).
+    pub unsafe fn decode(&self) -> Shown {
+        // SAFETY: the caller's contract (above).
+        let (site, name) = unsafe {
+            (
+                &*self.site,
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                    self.name_ptr,
+                    (self.meta >> 32) as usize,
+                )),
+            )
+        };
+        Shown {
+            instance: self.instance,
+            class: ClassId::from_bits(self.class),
+            mode: match self.meta & 3 {
+                0 => Mode::Exclusive,
+                1 => Mode::Read,
+                2 => Mode::RecursiveRead,
+                _ => Mode::Upgradable,
+            },
+            trylock: self.meta & 4 != 0,
+            named: self.meta & 8 != 0,
+            subclass: (self.meta >> 8) as u8,
+            name,
+            site,
+        }
+    }
+}
+
+// Seven words: what a push stores.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Slot>() == 56);
