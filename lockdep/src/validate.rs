@@ -305,7 +305,7 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
     let epoch = nesting::pair_epoch();
     st.pairs.sync(epoch);
     if let Some((fp, i)) = scan {
-        let top = st.entries()[i].instance;
+        let top = st.entry(i).instance;
         let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
         if st.pairs.is_run(epoch, next.class, fp, top) {
             if !st.pairs.contains(top, next.instance, next.class, kind) {
@@ -555,13 +555,13 @@ fn check_deadlock(
             // An ordered run: every held instance has a path to the top, so the pair with
             // the top is the only new one a cycle could need.
             if let Some((fp, i)) = run {
-                let held = &st.entries()[i];
+                let held = st.entry(i);
                 if st
                     .pairs
                     .is_run(nesting::pair_epoch(), next.class, fp, held.instance)
                 {
                     let kind = Kind::of(held.mode, next.mode);
-                    if !check_pair_add(g, st, held, next, kind, reports, trace) {
+                    if !check_pair_add(g, st, &held, next, kind, reports, trace) {
                         return SameClassHeld::Deadlock;
                     }
                     checked.push((i, kind));
