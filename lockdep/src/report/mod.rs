@@ -35,6 +35,7 @@ pub use suppress::{
     Suppression, SuppressionError, SuppressionFileError, SuppressionId, SuppressionInfo,
     SuppressionOrigin, SUPPRESSIONS_ENV,
 };
+pub(crate) use text::banner;
 pub use types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
     MisuseSubject, Report, ReportKind, SameClass, ThreadDesc, ThreadLocks, WaitingFor,

@@ -16,7 +16,9 @@ use super::types::{
 use crate::mode::Mode;
 use crate::site::{is_guard_drop, is_key_drop};
 
-fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
+/// The kernel's report banner: a rule of `=`, the title, a rule of `-`, each as wide as the
+/// title, after an empty line.
+pub(crate) fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
     let n = title.len();
     writeln!(f)?;
     writeln!(f, "{}", "=".repeat(n))?;

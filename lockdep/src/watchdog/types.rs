@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::report::{Report, ThreadLocks};
+use crate::report::{banner, Report, ThreadLocks};
 
 /// A report of the hung-lock watchdog ([`start_watchdog`](crate::start_watchdog)).
 #[non_exhaustive]
@@ -43,14 +43,6 @@ pub struct HungWait {
     /// How long the chain had made no progress (no thread of it took, released or waited for
     /// a lock anew) when it was reported.
     pub stalled_for: Duration,
-}
-
-fn banner(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
-    let n = title.len();
-    writeln!(f)?;
-    writeln!(f, "{}", "=".repeat(n))?;
-    writeln!(f, "{title}")?;
-    writeln!(f, "{}", "-".repeat(n))
 }
 
 /// `a/3 is blocked on 0x.. (class), at: site, held by b/4`, one line per edge.
