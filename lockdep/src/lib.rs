@@ -100,13 +100,16 @@
 //! nesting: Mutex<Node>@src/tree.rs:12 at src/tree.rs:40   # parent before child
 //! circular: @src/pool.rs:20 at src/pool.rs:57 -> registry
 //! any: "fn() -> u8" -> stats
+//! await: config at src/config.rs:31   # read once at start-up, on a current-thread runtime
 //! ```
 //!
 //! One suppression a line, `<kind>: <class> [-> <class> ...]`, with `#` comments and blank
 //! lines. `<kind>` is `circular` ([`Report::CircularDependency`]), `recursive`
-//! ([`Report::RecursiveLocking`]), `nesting` ([`Report::MissingNestingAnnotation`]) or `any`
-//! (those three). A `<class>` is a class name as reports print it (`accounts`,
-//! `Mutex<u64>@src/bank.rs:12`, `tree/1` for subclass 1; in double quotes, with `\"` and
+//! ([`Report::RecursiveLocking`]), `nesting` ([`Report::MissingNestingAnnotation`]),
+//! `await` ([`Report::HeldAcrossAwait`], one class: the blocking lock held across the
+//! `.await`) or `any` (any of those, for a line of two classes or more). A `<class>` is a
+//! class name as reports print it (`accounts`, `Mutex<u64>@src/bank.rs:12`, `tree/1` for
+//! subclass 1; in double quotes, with `\"` and
 //! `\\`, if it contains `->`, ` at `, `#` or a quote, or starts with `@`), or `@file:line`
 //! for the classes of locks constructed there, named or not, of any type (classes of keys
 //! have no construction site); ` at file:line[:column]` restricts it to where it was
@@ -119,7 +122,8 @@
 //!
 //! **Matching** is by what the report is about, its *ends*: for a cycle, both classes of every
 //! dependency on it, each with the site where it was acquired; for recursive locking and a
-//! missing nesting annotation, the held lock and the one being acquired. A suppression
+//! missing nesting annotation, the held lock and the one being acquired; for a blocking lock
+//! held across an `.await`, that lock where it was acquired. A suppression
 //! matches when its kind (if any) is the report's, every end's class is one of its classes,
 //! and each of its classes is an end (at its site, if it names one). So `circular: a -> b`
 //! does not match a cycle `a -> b -> c`, and a suppression at one site does not hide the

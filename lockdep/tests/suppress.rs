@@ -414,3 +414,122 @@ fn broad_suppressions_are_refused() {
         "nothing refused is declared"
     );
 }
+
+/// Takes `m` at `site` during a poll of a task that then returns `Pending` with `m` still
+/// held (a blocking guard held across an `.await`), and releases it after the poll.
+fn held_across_await_at(m: &LockMap, site: Site) {
+    let task = lockdep::TaskContext::new();
+    let poll = task.enter();
+    lock_at(m, site);
+    poll.exit(true);
+    unlock(m);
+}
+
+#[test]
+fn an_await_line_silences_that_lock_held_across_an_await_and_no_other() {
+    let _h = start();
+    let (a, b) = (new_lock("await.a"), new_lock("await.b"));
+    let (here, elsewhere) = (Location::caller(), site_elsewhere());
+    let path = std::env::temp_dir().join(format!("lockdep-await-{}.supp", std::process::id()));
+    std::fs::write(
+        &path,
+        format!(
+            "\
+# await.a: its poll returns Pending only on a runtime with one task per thread.
+await: await.a at tests/suppress.rs:{line}
+awiat: await.b
+await: await.a -> await.b
+await: await.renamed
+",
+            line = here.line()
+        ),
+    )
+    .unwrap();
+    let loaded = lockdep::load_suppressions(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+
+    // A typo'd kind and two classes for a one-lock report are errors with their lines.
+    let lines: Vec<usize> = loaded.errors.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [3, 4], "{:?}", loaded.errors);
+    assert!(
+        loaded.errors[0]
+            .message
+            .contains("unknown report kind `awiat`"),
+        "{}",
+        loaded.errors[0]
+    );
+    assert!(
+        loaded.errors[0].message.contains("await:"),
+        "the message lists the kind: {}",
+        loaded.errors[0]
+    );
+    assert!(
+        loaded.errors[1].message.contains("about one lock"),
+        "{}",
+        loaded.errors[1]
+    );
+    let (id, stale) = (loaded.added[0], loaded.added[1]);
+    assert_eq!(info(id).kind, Some(ReportKind::HeldAcrossAwait));
+    assert_eq!(
+        info(id).text,
+        format!("await: await.a at tests/suppress.rs:{}", here.line())
+    );
+
+    // The named class at the named site: silenced, and counted.
+    held_across_await_at(a, here);
+    assert_reports!();
+    assert_eq!(hits(id), 1);
+    // Another class held across an await at the same site is reported.
+    held_across_await_at(b, here);
+    let r = assert_reports!(Report::HeldAcrossAwait { .. });
+    assert!(r[0].thread().task.is_some(), "names the task: {r:#?}");
+    // The same class held across an await at another site is reported.
+    held_across_await_at(a, elsewhere);
+    assert_reports!(Report::HeldAcrossAwait { .. });
+    assert_eq!(hits(id), 1);
+
+    // The line that matched nothing is listed as stale; the one that matched is not.
+    let listed: Vec<SuppressionId> = lockdep::stale_suppressions().iter().map(|s| s.id).collect();
+    assert!(listed.contains(&stale), "{listed:?}");
+    assert!(!listed.contains(&id), "{listed:?}");
+    assert_eq!(info(stale).text, "await: await.renamed");
+
+    // An await suppression does not hide another kind about its class.
+    lock(a);
+    lock(a);
+    unlock(a);
+    unlock(a);
+    assert_reports!(Report::RecursiveLocking(_));
+}
+
+/// A site on another line than its caller's.
+fn site_elsewhere() -> Site {
+    Location::caller()
+}
+
+#[test]
+fn an_await_suppression_in_code_names_one_class() {
+    let _h = start();
+    let a = new_lock("await.code");
+    assert_eq!(
+        lockdep::suppress(
+            Suppression::pair("await.code", "await.other").kind(ReportKind::HeldAcrossAwait)
+        ),
+        Err(SuppressionError::OneLockKind(ReportKind::HeldAcrossAwait))
+    );
+    assert!(matches!(
+        lockdep::suppress(Suppression::class("await.code")),
+        Err(SuppressionError::OneClassNeedsKind(_))
+    ));
+    let id = lockdep::suppress(
+        Suppression::class("await.code")
+            .kind(ReportKind::HeldAcrossAwait)
+            .reason("single-task runtime"),
+    )
+    .unwrap();
+    assert_eq!(info(id).text, "await: await.code");
+    held_across_await_at(a, Location::caller());
+    held_across_await_at(a, site_elsewhere());
+    assert_reports!();
+    assert_eq!(hits(id), 2, "any site: each report is counted");
+}

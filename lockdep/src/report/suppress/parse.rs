@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! <kind>: <class> [-> <class> ...]  [# reason]
-//! <kind>  := circular | recursive | nesting | any
+//! <kind>  := circular | recursive | nesting | await | any
 //! <class> := <name> | "<name>" | @<file>:<line>   followed by an optional  at <file>:<line>
 //! ```
 //!
@@ -122,7 +122,7 @@ fn line(code: &str) -> Result<Suppression, String> {
         let known = SUPPRESSIBLE.iter().find(|k| k.1 == word).ok_or_else(|| {
             format!(
                 "unknown report kind `{word}`: a line starts with circular:, recursive:, \
-                 nesting: or any:"
+                 nesting:, await: or any:"
             )
         })?;
         Some(known.0)
@@ -267,6 +267,7 @@ circular: a ->
             "nesting: \"a \\\"quoted\\\" # name\" at x.rs:1:2 -> \"a \\\"quoted\\\" # name\"",
             "any: @src/pool.rs:7 -> \"@not a site\" -> \" padded \"",
             "recursive: \"back\\\\slash\"",
+            "await: @src/pool.rs:7 at src/pool.rs:9",
         ] {
             let parsed = parse(line);
             let s = parsed[0].parsed.as_ref().expect(line);
@@ -284,9 +285,10 @@ circular: accounts -> ledger
 nesting: Mutex<Node>@src/tree.rs:12 at src/tree.rs:40   # parent before child
 circular: @src/pool.rs:20 at src/pool.rs:57 -> registry
 any: \"fn() -> u8\" -> stats
+await: config at src/config.rs:31   # read once at start-up, on a current-thread runtime
 ";
         let lines = parse(sample);
-        assert_eq!(lines.len(), 4);
+        assert_eq!(lines.len(), 5);
         for l in &lines {
             let s = l.parsed.as_ref().expect(l.text);
             assert_eq!(s.to_string(), l.text.split(" #").next().unwrap().trim_end());
@@ -306,6 +308,8 @@ any: \"fn() -> u8\" -> stats
             "circular: @src/x.rs -> b",
             "accounts -> ledger",
             "circular: A B",
+            "awaits: a",
+            "await: a -> b",
         ] {
             let lines = parse(bad);
             assert_eq!(lines.len(), 1, "{bad}");

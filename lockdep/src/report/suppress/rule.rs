@@ -10,10 +10,11 @@ use crate::report::types::ReportKind;
 
 /// The report kinds a suppression can silence, with their keyword in a suppression file.
 /// Every other kind is a misuse of the locking API or a limit, never a proven-safe order.
-pub(crate) const SUPPRESSIBLE: [(ReportKind, &str); 3] = [
+pub(crate) const SUPPRESSIBLE: [(ReportKind, &str); 4] = [
     (ReportKind::CircularDependency, "circular"),
     (ReportKind::RecursiveLocking, "recursive"),
     (ReportKind::MissingNestingAnnotation, "nesting"),
+    (ReportKind::HeldAcrossAwait, "await"),
 ];
 
 /// The keyword of a line that names no kind (any suppressible kind about its classes).
@@ -203,14 +204,15 @@ impl Suppression {
     }
 
     /// Reports about the one class `class` only; needs a [`kind`](Self::kind) (recursive
-    /// locking, a missing nesting annotation, or a cycle among the class's instances).
+    /// locking, a missing nesting annotation, a cycle among the class's instances, or a
+    /// blocking lock of the class held across an `.await`).
     pub fn class(class: impl Into<ClassRef>) -> Suppression {
         Suppression::cycle([class.into()])
     }
 
     /// Only reports of this kind: [`ReportKind::CircularDependency`],
-    /// [`ReportKind::RecursiveLocking`] or [`ReportKind::MissingNestingAnnotation`] (the
-    /// others cannot be suppressed).
+    /// [`ReportKind::RecursiveLocking`], [`ReportKind::MissingNestingAnnotation`] or
+    /// [`ReportKind::HeldAcrossAwait`] (the others cannot be suppressed).
     pub fn kind(self, kind: ReportKind) -> Suppression {
         Suppression {
             kind: Some(kind),
@@ -261,6 +263,9 @@ impl Suppression {
             {
                 Err(SuppressionError::SameClassKind(k))
             }
+            Some(ReportKind::HeldAcrossAwait) if self.classes.len() > 1 => {
+                Err(SuppressionError::OneLockKind(ReportKind::HeldAcrossAwait))
+            }
             Some(_) => Ok(()),
         }
     }
@@ -300,6 +305,9 @@ pub enum SuppressionError {
     /// A recursive-locking or missing-nesting report is about one class: name it once, or
     /// twice as `held -> acquired` to give both sites.
     SameClassKind(ReportKind),
+    /// A report about one held lock (a blocking lock held across an `.await`): name its class
+    /// once, optionally with the site where it was acquired.
+    OneLockKind(ReportKind),
     /// A site that is not `file:line` with a non-empty file and a line (and column) from 1.
     BadSite(String),
 }
@@ -315,17 +323,22 @@ impl fmt::Display for SuppressionError {
             SuppressionError::OneClassNeedsKind(c) => write!(
                 f,
                 "`{c}` is one class: a suppression of one class must name its report kind \
-                 (recursive, nesting or circular)"
+                 (recursive, nesting, circular or await)"
             ),
             SuppressionError::NotSuppressible(k) => write!(
                 f,
-                "reports of kind \"{k}\" cannot be suppressed (only circular, recursive and \
-                 nesting)"
+                "reports of kind \"{k}\" cannot be suppressed (only circular, recursive, \
+                 nesting and await)"
             ),
             SuppressionError::SameClassKind(k) => write!(
                 f,
                 "a \"{k}\" report is about one class: name it once, or twice as \
                  `held -> acquired` with sites"
+            ),
+            SuppressionError::OneLockKind(k) => write!(
+                f,
+                "a \"{k}\" report is about one lock: name its class once, optionally with \
+                 `at <site>`"
             ),
             SuppressionError::BadSite(s) => {
                 write!(f, "bad site `{s}`: expected file:line or file:line:column")
@@ -388,6 +401,12 @@ mod tests {
             check(Suppression::class("a").kind(CircularDependency)),
             Ok(())
         );
+        assert_eq!(check(Suppression::class("a").kind(HeldAcrossAwait)), Ok(()));
+        assert_eq!(
+            check(Suppression::pair("a", "a").kind(HeldAcrossAwait)),
+            Err(SuppressionError::OneLockKind(HeldAcrossAwait)),
+            "one lock: named once"
+        );
         let held_then_acquired = Suppression::pair(
             ClassRef::name("a").acquired_at("x.rs", 1),
             ClassRef::name("a").acquired_at("x.rs", 2),
@@ -416,6 +435,12 @@ mod tests {
             Suppression::pair("a", "b").to_string(),
             "any: a -> b",
             "no kind"
+        );
+        assert_eq!(
+            Suppression::class(ClassRef::name("a").acquired_at("x.rs", 3))
+                .kind(ReportKind::HeldAcrossAwait)
+                .to_string(),
+            "await: a at x.rs:3"
         );
     }
 }

@@ -3,7 +3,8 @@
 //! A report's *ends* are the (class, acquisition site) pairs it names: for a cycle, both ends
 //! of every dependency on it (the held class where it was acquired, the class taken after it
 //! where that was acquired); for recursive locking and a missing nesting annotation, the held
-//! lock and the one being acquired. A suppression matches when its kind (if any) is the
+//! lock and the one being acquired; for a blocking lock held across an `.await`, that lock
+//! where it was acquired. A suppression matches when its kind (if any) is the
 //! report's, every end's class is one of the suppression's classes, and each of the
 //! suppression's classes is an end (at its site, if it names one). So the suppression names
 //! *exactly* the report's classes: a cycle through one more class, or a nesting at another
@@ -60,6 +61,7 @@ pub(crate) fn of(r: &Report) -> Option<Subject<'_>> {
         Report::RecursiveLocking(s) | Report::MissingNestingAnnotation(s) => {
             vec![end(&s.holding), end(&s.acquiring)]
         }
+        Report::HeldAcrossAwait { lock, .. } => vec![end(lock)],
         _ => return None,
     };
     Some(Subject {
