@@ -25,10 +25,11 @@ mod auto;
 mod held;
 mod mutex;
 mod rwlock;
+mod rwlock_guard;
+mod rwlock_owned;
 
 pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMappedMutexGuard, OwnedMutexGuard};
-pub use rwlock::{
-    OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard, RwLockReadGuard,
-    RwLockWriteGuard,
-};
+pub use rwlock::RwLock;
+pub use rwlock_guard::{RwLockMappedWriteGuard, RwLockReadGuard, RwLockWriteGuard};
+pub use rwlock_owned::{OwnedRwLockMappedWriteGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard};
 pub use tokio::sync::TryLockError;

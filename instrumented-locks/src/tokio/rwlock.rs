@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::ops::Deref;
 use std::panic::Location;
 use std::sync::Arc;
 
@@ -10,54 +9,19 @@ use lockdep::Mode;
 use tokio::sync::TryLockError;
 
 use super::held::Held;
+use super::rwlock_guard::{RwLockReadGuard, RwLockWriteGuard};
+use super::rwlock_owned::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard};
 use crate::dep::Dep;
 
 /// `tokio::sync::RwLock<T>`, validated as [`Mutex`](super::Mutex) is. tokio's lock is
 /// write-preferring (a reader queues behind a waiting writer), so `read` is lockdep's
 /// [`Mode::Read`]: a read under a read of the same lock can deadlock, and is reported. Same
-/// API as tokio's (without `with_max_readers`, `try_map` and the owned mapped guards), plus
-/// the class constructors.
+/// API as tokio's, guards and their projections included (`map`, `try_map`,
+/// `downgrade_map`, the owned mapped guards), plus the class constructors; the owned guards
+/// need `T: 'static` (see [`OwnedRwLockReadGuard`]).
 pub struct RwLock<T: ?Sized> {
     dep: Dep,
     inner: tokio::sync::RwLock<T>,
-}
-
-/// Shared access ([`RwLock::read`]).
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct RwLockReadGuard<'a, T: ?Sized> {
-    _held: Held<'a>,
-    inner: tokio::sync::RwLockReadGuard<'a, T>,
-}
-
-/// Exclusive access ([`RwLock::write`]).
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct RwLockWriteGuard<'a, T: ?Sized> {
-    held: Held<'a>,
-    inner: tokio::sync::RwLockWriteGuard<'a, T>,
-}
-
-/// A projected [`RwLockWriteGuard`] ([`RwLockWriteGuard::map`]), tokio's
-/// `RwLockMappedWriteGuard`.
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct RwLockMappedWriteGuard<'a, T: ?Sized> {
-    _held: Held<'a>,
-    inner: tokio::sync::RwLockMappedWriteGuard<'a, T>,
-}
-
-/// Shared access that owns an `Arc` of the lock ([`RwLock::read_owned`]); `T: 'static`.
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct OwnedRwLockReadGuard<T: ?Sized + 'static> {
-    _held: Held<'static>,
-    inner: tokio::sync::RwLockReadGuard<'static, T>,
-    _lock: Arc<RwLock<T>>,
-}
-
-/// Exclusive access that owns an `Arc` of the lock ([`RwLock::write_owned`]); `T: 'static`.
-#[must_use = "if unused the RwLock will immediately unlock"]
-pub struct OwnedRwLockWriteGuard<T: ?Sized + 'static> {
-    held: Held<'static>,
-    inner: tokio::sync::RwLockWriteGuard<'static, T>,
-    lock: Arc<RwLock<T>>,
 }
 
 impl<T> RwLock<T> {
@@ -74,6 +38,31 @@ impl<T> RwLock<T> {
     #[track_caller]
     pub const fn const_new(val: T) -> RwLock<T> {
         RwLock::new(val)
+    }
+
+    /// A new unlocked lock that admits at most `max_reads` readers at once (tokio's
+    /// `with_max_readers`; tokio's [`new`](Self::new) admits `u32::MAX >> 3`); its class is
+    /// the caller's location and `T`. `const`, as tokio's `const_with_max_readers`.
+    ///
+    /// # Panics
+    ///
+    /// `max_reads` is 0 or more than `u32::MAX >> 3` (tokio's checks).
+    #[track_caller]
+    pub const fn with_max_readers(val: T, max_reads: u32) -> RwLock<T> {
+        RwLock {
+            dep: Dep::of_type::<T>("tokio::RwLock"),
+            inner: tokio::sync::RwLock::const_with_max_readers(val, max_reads),
+        }
+    }
+
+    /// [`with_max_readers`](Self::with_max_readers) (tokio's `const_with_max_readers`).
+    ///
+    /// # Panics
+    ///
+    /// As [`with_max_readers`](Self::with_max_readers).
+    #[track_caller]
+    pub const fn const_with_max_readers(val: T, max_reads: u32) -> RwLock<T> {
+        RwLock::with_max_readers(val, max_reads)
     }
 
     /// A new unlocked lock of the caller's construction-site class, named `name`.
@@ -120,7 +109,7 @@ impl<T: ?Sized> RwLock<T> {
         async move {
             let held = Held::acquire(self.dep.map(), Mode::Read, site);
             let inner = self.inner.read().await;
-            RwLockReadGuard { _held: held, inner }
+            RwLockReadGuard { held, inner }
         }
     }
 
@@ -140,7 +129,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn try_read(&self) -> Result<RwLockReadGuard<'_, T>, TryLockError> {
         let inner = self.inner.try_read()?;
         let held = Held::acquired_try(self.dep.map(), Mode::Read, Location::caller());
-        Ok(RwLockReadGuard { _held: held, inner })
+        Ok(RwLockReadGuard { held, inner })
     }
 
     /// Exclusive access without waiting.
@@ -156,7 +145,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn blocking_read(&self) -> RwLockReadGuard<'_, T> {
         let held = Held::blocking(self.dep.map(), Mode::Read, Location::caller());
         let inner = self.inner.blocking_read();
-        RwLockReadGuard { _held: held, inner }
+        RwLockReadGuard { held, inner }
     }
 
     /// Exclusive access, blocking the thread (not in an async context); held by the OS
@@ -186,9 +175,9 @@ impl<T: ?Sized + 'static> RwLock<T> {
             let held = Held::acquire(lock.dep.map(), Mode::Read, site);
             let inner = lock.inner.read().await;
             OwnedRwLockReadGuard {
-                _held: held,
+                held,
                 inner,
-                _lock: self,
+                lock: self,
             }
         }
     }
@@ -201,9 +190,9 @@ impl<T: ?Sized + 'static> RwLock<T> {
         let inner = lock.inner.try_read()?;
         let held = Held::acquired_try(lock.dep.map(), Mode::Read, Location::caller());
         Ok(OwnedRwLockReadGuard {
-            _held: held,
+            held,
             inner,
-            _lock: self,
+            lock: self,
         })
     }
 
@@ -236,91 +225,6 @@ impl<T: ?Sized + 'static> RwLock<T> {
                 lock: self,
             }
         }
-    }
-}
-
-impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
-    /// Projects the guard onto a part of the value (tokio's `RwLockReadGuard::map`).
-    pub fn map<U: ?Sized, F: FnOnce(&T) -> &U>(this: Self, f: F) -> RwLockReadGuard<'a, U> {
-        let RwLockReadGuard { _held: held, inner } = this;
-        RwLockReadGuard {
-            _held: held,
-            inner: tokio::sync::RwLockReadGuard::map(inner, f),
-        }
-    }
-}
-
-impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
-    /// Projects the guard onto a part of the value (tokio's `RwLockWriteGuard::map`).
-    pub fn map<U: ?Sized, F: FnOnce(&mut T) -> &mut U>(
-        this: Self,
-        f: F,
-    ) -> RwLockMappedWriteGuard<'a, U> {
-        let RwLockWriteGuard { held, inner } = this;
-        RwLockMappedWriteGuard {
-            _held: held,
-            inner: tokio::sync::RwLockWriteGuard::map(inner, f),
-        }
-    }
-
-    /// Atomically turns write access into read access (tokio's `downgrade`); the entry's
-    /// mode becomes a read, without validation (it cannot wait).
-    pub fn downgrade(this: Self) -> RwLockReadGuard<'a, T> {
-        let RwLockWriteGuard { mut held, inner } = this;
-        held.set_mode(Mode::Read);
-        RwLockReadGuard {
-            _held: held,
-            inner: inner.downgrade(),
-        }
-    }
-}
-
-impl<T: ?Sized + 'static> OwnedRwLockWriteGuard<T> {
-    /// Atomically turns write access into read access (tokio's `downgrade`).
-    pub fn downgrade(this: Self) -> OwnedRwLockReadGuard<T> {
-        let OwnedRwLockWriteGuard {
-            mut held,
-            inner,
-            lock,
-        } = this;
-        held.set_mode(Mode::Read);
-        OwnedRwLockReadGuard {
-            _held: held,
-            inner: inner.downgrade(),
-            _lock: lock,
-        }
-    }
-}
-
-impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.inner
-    }
-}
-
-impl<T: ?Sized + 'static> Deref for OwnedRwLockReadGuard<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.inner
-    }
-}
-
-super::mutex::deref! {
-    RwLockWriteGuard<'a, T>;
-    RwLockMappedWriteGuard<'a, T>;
-    OwnedRwLockWriteGuard<T> where 'static;
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockReadGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug + 'static> fmt::Debug for OwnedRwLockReadGuard<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
     }
 }
 
