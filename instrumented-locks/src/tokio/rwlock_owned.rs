@@ -18,7 +18,10 @@ use super::rwlock::RwLock;
 
 /// Shared access that owns an `Arc` of the lock ([`RwLock::read_owned`]), tokio's
 /// `OwnedRwLockReadGuard<T, U>`: `U` is the part of `T` it gives access to (`T` unless
-/// [mapped](Self::map)).
+/// [mapped](Self::map)). Requires `T: 'static` and `U: 'static`, as this crate's other owned
+/// tokio guards (tokio's do not): each holds tokio's guard borrowing the lock for `'static`
+/// from the `Arc` it owns, and tokio's owned write guard, whose `downgrade` must stay atomic,
+/// has no form that hides `T` without an allocation per acquisition.
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct OwnedRwLockReadGuard<T: ?Sized + 'static, U: ?Sized + 'static = T> {
     pub(super) held: Held<'static>,
