@@ -109,11 +109,10 @@
 //! `await` ([`Report::HeldAcrossAwait`], one class: the blocking lock held across the
 //! `.await`) or `any` (any of those, for a line of two classes or more). A `<class>` is a
 //! class name as reports print it (`accounts`, `Mutex<u64>@src/bank.rs:12`, `tree/1` for
-//! subclass 1; in double quotes, with `\"` and
-//! `\\`, if it contains `->`, ` at `, `#` or a quote, or starts with `@`), or `@file:line`
-//! for the classes of locks constructed there, named or not, of any type (classes of keys
-//! have no construction site); ` at file:line[:column]` restricts it to where it was
-//! acquired. The file of a site matches a recorded path that equals it or ends with `/file`
+//! subclass 1; in double quotes, with `\"` and `\\`, if it contains `->`, ` at `, `#` or a
+//! quote, or starts with `@`), or `@file:line` for the classes of locks constructed there,
+//! named or not, of any type (classes of keys have no construction site);
+//! ` at file:line[:column]` restricts it to where it was acquired. The file of a site matches a recorded path that equals it or ends with `/file`
 //! (`src/bank.rs`, or a registry crate's `tokio-1.54.1/src/x.rs` as reports show it). A `*`
 //! in a longer name is compared literally (`Mutex<*const u8>@…`); a name `*` is refused. A
 //! bad line is an error naming the file and the line number ([`SuppressionFileError`]; for
