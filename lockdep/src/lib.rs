@@ -112,9 +112,9 @@
 //! subclass 1; in double quotes, with `\"` and `\\`, if it contains `->`, ` at `, `#` or a
 //! quote, or starts with `@`), or `@file:line` for the classes of locks constructed there,
 //! named or not, of any type (classes of keys have no construction site);
-//! ` at file:line[:column]` restricts it to where it was acquired. The file of a site matches a recorded path that equals it or ends with `/file`
-//! (`src/bank.rs`, or a registry crate's `tokio-1.54.1/src/x.rs` as reports show it). A `*`
-//! in a longer name is compared literally (`Mutex<*const u8>@…`); a name `*` is refused. A
+//! ` at file:line[:column]` restricts it to where it was acquired. The file of a site
+//! matches a recorded path that equals it or ends with `/file` (`src/bank.rs`, or a registry
+//! crate's `tokio-1.54.1/src/x.rs` as reports show it). A `*` in a longer name is compared literally (`Mutex<*const u8>@…`); a name `*` is refused. A
 //! bad line is an error naming the file and the line number ([`SuppressionFileError`]; for
 //! the environment's file, printed once to standard error) and is skipped; the other lines
 //! count.
