@@ -114,10 +114,10 @@
 //! named or not, of any type (classes of keys have no construction site);
 //! ` at file:line[:column]` restricts it to where it was acquired. The file of a site
 //! matches a recorded path that equals it or ends with `/file` (`src/bank.rs`, or a registry
-//! crate's `tokio-1.54.1/src/x.rs` as reports show it). A `*` in a longer name is compared literally (`Mutex<*const u8>@…`); a name `*` is refused. A
-//! bad line is an error naming the file and the line number ([`SuppressionFileError`]; for
-//! the environment's file, printed once to standard error) and is skipped; the other lines
-//! count.
+//! crate's `tokio-1.54.1/src/x.rs` as reports show it). A `*` in a longer name is compared
+//! literally (`Mutex<*const u8>@…`); a name `*` is refused. A bad line is an error naming
+//! the file and the line number ([`SuppressionFileError`]; for the environment's file,
+//! printed once to standard error) and is skipped; the other lines count.
 //!
 //! **Matching** is by what the report is about, its *ends*: for a cycle, both classes of every
 //! dependency on it, each with the site where it was acquired; for recursive locking and a
