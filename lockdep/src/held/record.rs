@@ -37,9 +37,7 @@
 //!   one thread at a time.
 
 use std::panic::Location;
-use std::sync::atomic::{
-    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
-};
+use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -109,8 +107,11 @@ pub(crate) struct Record {
     wait_since: AtomicU64,
     /// Counts the owner's waits, so that a watcher tells a new wait from an old one.
     wait_count: AtomicU64,
-    /// Mail is waiting (set by others, cleared by the owner).
-    mail_pending: AtomicBool,
+    /// Why the owner's fast paths must give way to the slow path: [`MAIL`] (mail is waiting;
+    /// set by others, cleared by the owner) and [`STAT`] (lock_stat is on; set and cleared by
+    /// [`set_stat_all`]). Zero, the usual case, costs the fast paths one load of a line
+    /// they read anyway.
+    unusual: AtomicU8,
     // ---- read-mostly
     index: u32,
     /// Bumped at every claim; odd while owned.
@@ -228,6 +229,29 @@ pub(crate) fn find(holder: Holder) -> Option<&'static Record> {
     (r.generation() == generation).then_some(r)
 }
 
+/// [`Record::unusual`]'s bit: mail is waiting.
+const MAIL: u8 = 1;
+/// [`Record::unusual`]'s bit: lock_stat is on (its hooks run on the slow paths only).
+const STAT: u8 = 2;
+
+/// Gives every record the lock_stat bit of lock_stat's switch as it is now (call it after
+/// changing the switch): with the bit, the fast paths give way to the slow ones, which count.
+/// The switch is read under `CREATE`, which record creation holds too, so every record,
+/// however the calls race, ends with the bit of the last switch value. Thread-safe.
+pub(crate) fn set_stat_all() {
+    let _g = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+    let on = crate::lock_stat::on();
+    for r in all() {
+        // Relaxed: a hint for the owner's fast path, like the mail bit; an operation racing
+        // with the switch is counted or not.
+        if on {
+            r.unusual.fetch_or(STAT, Ordering::Relaxed);
+        } else {
+            r.unusual.fetch_and(!STAT, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Claims a record for the calling thread (`None` past [`MAX_RECORDS`]).
 pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
     fork::join(Rank::Records, &FORK);
@@ -246,13 +270,16 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
             if i == MAX_RECORDS {
                 return None;
             }
+            // Read under `CREATE`, which `set_stat_all` holds too: a record created while
+            // the switch flips gets the bit the switch's last writer gave every record.
+            let stat = if crate::lock_stat::on() { STAT } else { 0 };
             let r: &'static Record = Box::leak(Box::new(Record {
                 seq: AtomicU64::new(0),
                 len: AtomicU64::new(0),
                 wait_instance: AtomicUsize::new(0),
                 wait_since: AtomicU64::new(0),
                 wait_count: AtomicU64::new(0),
-                mail_pending: AtomicBool::new(false),
+                unusual: AtomicU8::new(stat),
                 index: i as u32,
                 generation: AtomicU32::new(0),
                 array: AtomicPtr::new(std::ptr::from_ref(Array::leak(FIRST_SLOTS)).cast_mut()),
@@ -272,7 +299,8 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
     // here; readers check the generation again after reading the identity under its mutex.
     r.len.store(0, Ordering::Relaxed);
     r.wait_instance.store(0, Ordering::Relaxed);
-    r.mail_pending.store(false, Ordering::Relaxed);
+    // Relaxed: as above; the STAT bit stays as `set_stat_all` left it.
+    r.unusual.fetch_and(!MAIL, Ordering::Relaxed);
     // Release: a reader that sees the odd generation sees the reset fields above.
     r.generation.fetch_add(1, Ordering::Release);
     let _ = MINE.try_with(|m| m.set(std::ptr::from_ref(r).addr()));
@@ -447,11 +475,20 @@ impl Record {
         }
     }
 
+    /// Whether the owner's fast paths must give way (mail waits, or lock_stat is on). One
+    /// relaxed load on the owner's line.
+    #[inline(always)]
+    pub(crate) fn is_unusual(&self) -> bool {
+        // Relaxed: a hint; the mail itself is read under the mailbox mutex, and lock_stat's
+        // switch is read again on the slow path.
+        self.unusual.load(Ordering::Relaxed) != 0
+    }
+
     /// Whether another thread posted mail. One relaxed load on the owner's line.
     #[inline]
     pub(crate) fn has_mail(&self) -> bool {
-        // Relaxed: a hint; the mail itself is read under the mailbox mutex.
-        self.mail_pending.load(Ordering::Relaxed)
+        // Relaxed: as in `is_unusual`.
+        self.unusual.load(Ordering::Relaxed) & MAIL != 0
     }
 
     /// Takes the mail (the owner).
@@ -459,7 +496,7 @@ impl Record {
         let mut m = self.mail.lock().unwrap_or_else(|e| e.into_inner());
         // Relaxed: cleared under the mutex that guards the mail; a post after this sets it
         // again under the same mutex.
-        self.mail_pending.store(false, Ordering::Relaxed);
+        self.unusual.fetch_and(!MAIL, Ordering::Relaxed);
         std::mem::take(&mut *m)
     }
 
@@ -476,7 +513,7 @@ impl Record {
         }
         m.push(mail);
         // Relaxed: the owner reads the mail under the mutex; see `has_mail`.
-        r.mail_pending.store(true, Ordering::Relaxed);
+        r.unusual.fetch_or(MAIL, Ordering::Relaxed);
         true
     }
 
