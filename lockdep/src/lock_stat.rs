@@ -88,9 +88,8 @@ pub(crate) fn on() -> bool {
 /// Turns lock_stat on or off (off by default). Counts kept so far stay until
 /// [`reset_lock_stat`]. Locks already held when it is turned on have no hold time. Thread-safe.
 pub fn set_lock_stat(on: bool) {
-    // Relaxed: see `on`; every thread's record gets the switch's bit, read under a mutex.
-    ON.store(on, Ordering::Relaxed);
-    crate::held::record::set_stat_all();
+    // Relaxed: see `on`; every thread's record gets the switch's bit, under the same mutex.
+    crate::held::record::set_stat_all(on, || ON.store(on, Ordering::Relaxed));
 }
 
 /// Forgets every count. Thread-safe.

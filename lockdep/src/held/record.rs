@@ -149,8 +149,9 @@ static TABLE: [AtomicPtr<Record>; MAX_RECORDS] =
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 /// Records given back, ready to be claimed again.
 static FREE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-/// Serializes record creation (rare: once per new concurrent thread).
-static CREATE: Mutex<()> = Mutex::new(());
+/// Serializes record creation (rare: once per new concurrent thread) and holds the lock_stat
+/// bit new records get (see [`set_stat_all`]).
+static CREATE: Mutex<bool> = Mutex::new(false);
 
 thread_local! {
     /// The calling thread's record, for the fork handlers (0 if none).
@@ -234,13 +235,14 @@ const MAIL: u8 = 1;
 /// [`Record::unusual`]'s bit: lock_stat is on (its hooks run on the slow paths only).
 const STAT: u8 = 2;
 
-/// Gives every record the lock_stat bit of lock_stat's switch as it is now (call it after
-/// changing the switch): with the bit, the fast paths give way to the slow ones, which count.
-/// The switch is read under `CREATE`, which record creation holds too, so every record,
-/// however the calls race, ends with the bit of the last switch value. Thread-safe.
-pub(crate) fn set_stat_all() {
-    let _g = CREATE.lock().unwrap_or_else(|e| e.into_inner());
-    let on = crate::lock_stat::on();
+/// Runs `flip` (lock_stat's switch changing to `on`) and gives every record, and every record
+/// created from now on, the lock_stat bit `on`: with it, the fast paths give way to the slow
+/// ones, which count. Both under `CREATE`, which record creation holds too, so however calls
+/// race, the switch and every record's bit end with the same value. Thread-safe.
+pub(crate) fn set_stat_all(on: bool, flip: impl FnOnce()) {
+    let mut stat = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+    flip();
+    *stat = on;
     for r in all() {
         // Relaxed: a hint for the owner's fast path, like the mail bit; an operation racing
         // with the switch is counted or not.
@@ -264,15 +266,14 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
             unsafe { &*p }
         }
         None => {
-            let _g = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+            let stat_on = CREATE.lock().unwrap_or_else(|e| e.into_inner());
             // Relaxed: creation is serialized by `CREATE`.
             let i = CREATED.load(Ordering::Relaxed);
             if i == MAX_RECORDS {
                 return None;
             }
-            // Read under `CREATE`, which `set_stat_all` holds too: a record created while
-            // the switch flips gets the bit the switch's last writer gave every record.
-            let stat = if crate::lock_stat::on() { STAT } else { 0 };
+            // The bit `set_stat_all` last gave every record (under the same mutex).
+            let stat = if *stat_on { STAT } else { 0 };
             let r: &'static Record = Box::leak(Box::new(Record {
                 seq: AtomicU64::new(0),
                 len: AtomicU64::new(0),
