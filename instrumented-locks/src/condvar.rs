@@ -18,9 +18,14 @@ use crate::MutexGuard;
 /// the cycle `M -> B -> M` (the re-lock of `M` under `B` inverts the order), while a plain
 /// wait is silent.
 ///
-/// The re-acquire is validated when each wait *starts*: the raw wait re-locks inside, with no
-/// hook between wake-up and re-lock, and the report must come before the re-lock can block.
-/// The held locks cannot change while the thread sleeps, so the verdict is the same. With
+/// The re-acquire is validated when each wait *starts*: the report must come before the
+/// thread can block (also if no notification ever comes). The held locks cannot change while
+/// the thread sleeps, so the verdict is the same. After waking, the re-lock is announced like
+/// a blocking lock's (tried first; if the mutex is held, `lockdep::lock_contended`, block,
+/// `lockdep::lock_acquired`), so the watchdog and the dump see a re-lock stalled behind a
+/// holder. For that, while validation tracks the mutex, a notified waiter is woken rather than
+/// requeued onto the mutex (see [`raw::Condvar`]): a requeued thread would wait inside the
+/// parking lot, unseen. With
 /// lockdep's `Policy::Panic`, the panic happens before the thread waits; the guard then
 /// still owns the mutex and unlocks it as the panic unwinds.
 ///
@@ -76,8 +81,21 @@ impl Condvar {
         let saved = track.suspend(dep, site);
         self.dep.wait(site);
         track.resume(dep, saved, site);
-        // SAFETY: the guard holds `mutex`, and `wait_raw` holds it again when it returns.
-        unsafe { self.inner.wait_raw(mutex, deadline) }
+        // Tracked, the waiter is woken rather than requeued onto the mutex, so that the
+        // re-lock below is its own and announced like a blocking lock's wait.
+        let tracked = track.is_held();
+        // SAFETY: the guard holds `mutex`; it holds it again below, before the guard is used.
+        let woken = unsafe { self.inner.park_released(mutex, deadline, !tracked) };
+        if !woken.relocked {
+            crate::generic::block(
+                dep,
+                *track,
+                site,
+                || lock_api::RawMutex::try_lock(mutex),
+                || lock_api::RawMutex::lock(mutex),
+            );
+        }
+        woken.result
     }
 
     fn wait_while_deadline<T: ?Sized>(

@@ -276,8 +276,8 @@
 //!   wait-for chains from the waits the wrappers announce ([`lock_contended`]), a cycle reported
 //!   as a deadlock happening now, with the potential report of the same classes made earlier.
 //! - **lock_stat** ([`set_lock_stat`], [`lock_stat`]): per-class acquisitions, contentions, wait
-//!   and hold times (the kernel's `/proc/lock_stat`); off, one relaxed load per acquire and
-//!   release.
+//!   and hold times (the kernel's `/proc/lock_stat`); off, nothing on the fast paths (on, each
+//!   thread's record carries a bit that sends them to the slow paths, which count).
 //!
 //! The record is not tied to an OS thread but to a *holding* ([`Holder`]): async tasks that hold
 //! locks across polls will get records of their own, swapped in as the thread's current record
@@ -492,10 +492,8 @@ pub fn acquire(
     nest_lock: Option<&LockMap>,
     site: &'static Location<'static>,
 ) {
-    validate::acquire(map, subclass, mode, trylock, nest_lock, site);
-    if lock_stat::on() {
-        lock_stat::acquire(map, subclass);
-    }
+    // lock_stat counts on the slow path only: while it is on, the fast path gives way.
+    validate::acquire_counted(map, subclass, mode, trylock, nest_lock, site);
 }
 
 /// Records that this thread released the lock `map` (the kernel's `lock_release()`). The lock
@@ -505,11 +503,9 @@ pub fn acquire(
 /// use [`release_guard`]). No lock taken on the normal path.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
-    if lock_stat::on() {
-        lock_stat::release(map);
-    }
     if !thread::release_fast(map.instance()) {
-        validate::release_general(map, site);
+        // As in `acquire`: lock_stat's hook is on the slow path only.
+        validate::release_general_counted(map, site);
     }
 }
 

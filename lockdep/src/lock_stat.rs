@@ -76,7 +76,9 @@ impl Counts {
     }
 }
 
-/// Whether lock_stat is on. One relaxed load: the whole cost when off.
+/// Whether lock_stat is on. One relaxed load, made on the slow paths only: while it is on,
+/// every thread's record carries a bit that sends its fast paths there
+/// (`record::set_stat_all`), so off it costs the fast paths nothing of their own.
 #[inline]
 pub(crate) fn on() -> bool {
     // Relaxed: a switch; an event racing with the switch is counted or not.
@@ -86,8 +88,8 @@ pub(crate) fn on() -> bool {
 /// Turns lock_stat on or off (off by default). Counts kept so far stay until
 /// [`reset_lock_stat`]. Locks already held when it is turned on have no hold time. Thread-safe.
 pub fn set_lock_stat(on: bool) {
-    // Relaxed: see `on`.
-    ON.store(on, Ordering::Relaxed);
+    // Relaxed: see `on`; every thread's record gets the switch's bit, under the same mutex.
+    crate::held::record::set_stat_all(on, || ON.store(on, Ordering::Relaxed));
 }
 
 /// Forgets every count. Thread-safe.

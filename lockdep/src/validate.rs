@@ -22,6 +22,7 @@ use crate::graph::search::{self, Step};
 use crate::graph::Trace;
 use crate::graph_lock::{graph_lock, Global};
 use crate::held::{HeldLock, ThreadState};
+use crate::lock_stat;
 use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
 use crate::nesting::{self, Nesting};
@@ -87,6 +88,39 @@ pub(crate) fn acquire(
 ) {
     if nest_lock.is_some() || !acquire_fast(map, subclass, mode, trylock, site) {
         acquire_general(map, subclass, mode, trylock, nest_lock, site);
+    }
+}
+
+/// [`acquire`] for [`crate::acquire`] (a lock's acquisition, which lock_stat counts): the same
+/// fast path, and on the slow path lock_stat's hook. While lock_stat is on, every thread's
+/// record sends the fast path here, so the fast path itself never tests the switch.
+#[inline]
+pub(crate) fn acquire_counted(
+    map: &LockMap,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest_lock: Option<&LockMap>,
+    site: Site,
+) {
+    if nest_lock.is_some() || !acquire_fast(map, subclass, mode, trylock, site) {
+        acquire_general_counted(map, subclass, mode, trylock, nest_lock, site);
+    }
+}
+
+/// [`acquire_counted`] when the fast path did not push.
+#[inline(never)]
+fn acquire_general_counted(
+    map: &LockMap,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest_lock: Option<&LockMap>,
+    site: Site,
+) {
+    acquire_general(map, subclass, mode, trylock, nest_lock, site);
+    if lock_stat::on() {
+        lock_stat::acquire(map, subclass);
     }
 }
 
@@ -428,6 +462,16 @@ pub(crate) fn release_general(map: &LockMap, site: Site) {
     if !matches!(found, Release::Released) {
         release_slow(map, found, site);
     }
+}
+
+/// [`release_general`] for [`crate::release`], with lock_stat's hook (the slow path only, as
+/// in [`acquire_counted`]).
+#[inline(never)]
+pub(crate) fn release_general_counted(map: &LockMap, site: Site) {
+    if lock_stat::on() {
+        lock_stat::release(map);
+    }
+    release_general(map, site);
 }
 
 /// See [`crate::release`]: the entry carried marks, or the lock was not held.

@@ -11,7 +11,7 @@ use lock_api::{
 };
 use lockdep::Mode;
 
-use super::{guard_core, here, mapped_guard, projections, Defer, RwLock};
+use super::{block, guard_core, here, mapped_guard, projections, Defer, RwLock};
 use crate::dep::{DepRef, GuardMarker, Held, UPGRADABLE};
 
 guard_core! {
@@ -177,7 +177,8 @@ write_ops!(ArcRwLockWriteGuard [] => ArcRwLockReadGuard, ArcRwLockUpgradableRead
 
 /// An upgradable guard's upgrades and downgrade, to the write guard `$Write` and the read
 /// guard `$Read` of the same flavour. A blocking upgrade is validated (`Track::upgrade`)
-/// while the upgradable guard still owns the lock, before it can block; a timed one that
+/// while the upgradable guard still owns the lock, before it can block, then tried, and only
+/// if that fails its wait is announced (`generic::block`, as for a blocking lock); a timed one that
 /// gives up is the upgradable read again.
 macro_rules! upgradable_ops {
     ($Guard:ident [$($lt:lifetime)?] => $Write:ident, $Read:ident) => {
@@ -187,10 +188,20 @@ macro_rules! upgradable_ops {
             #[inline]
             #[track_caller]
             pub fn upgrade(mut s: Self) -> $Write<$($lt,)? R, T> {
-                s.track.upgrade(&s.lock.dep, here());
-                // SAFETY: the guard holds the lock upgradable; the write guard owns the
-                // exclusive holding the upgrade gives.
-                unsafe { s.lock.raw_rwlock().upgrade() };
+                let site = here();
+                s.track.upgrade(&s.lock.dep, site);
+                let raw = s.lock.raw_rwlock();
+                // The wait, if the try fails, is announced like a blocking lock's (`block`).
+                block(
+                    &s.lock.dep,
+                    s.track,
+                    site,
+                    // SAFETY: the guard holds the lock upgradable.
+                    || unsafe { raw.try_upgrade() },
+                    // SAFETY: as for the try; the write guard owns the exclusive holding the
+                    // upgrade gives.
+                    || unsafe { raw.upgrade() },
+                );
                 let (lock, track) = $Guard::take(s);
                 $Write::new(lock, track)
             }
@@ -228,9 +239,19 @@ macro_rules! upgradable_ops {
             #[inline]
             #[track_caller]
             pub fn with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
-                self.track.upgrade(&self.lock.dep, here());
-                // SAFETY: the guard holds the lock upgradable.
-                unsafe { self.lock.raw_rwlock().upgrade() };
+                let site = here();
+                self.track.upgrade(&self.lock.dep, site);
+                let raw = self.lock.raw_rwlock();
+                // The wait is announced as in `upgrade`.
+                block(
+                    &self.lock.dep,
+                    self.track,
+                    site,
+                    // SAFETY: the guard holds the lock upgradable.
+                    || unsafe { raw.try_upgrade() },
+                    // SAFETY: as for the try.
+                    || unsafe { raw.upgrade() },
+                );
                 self.upgraded(f)
             }
 

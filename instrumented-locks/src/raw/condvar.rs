@@ -75,6 +75,13 @@ impl WaitTimeoutResult {
     }
 }
 
+/// How [`Condvar::park_released`] ended: the wait's result, and whether the mutex is held
+/// again already (handed over after a requeue).
+pub(crate) struct Woken {
+    pub(crate) result: WaitTimeoutResult,
+    pub(crate) relocked: bool,
+}
+
 /// A condition variable for mutexes built on [`RawMutex`], with parking_lot 0.12's
 /// `Condvar` API for `lock_api::MutexGuard<'_, RawMutex, T>`, plus the raw core
 /// [`wait_raw`](Condvar::wait_raw) for wrappers that manage the mutex themselves.
@@ -246,7 +253,38 @@ impl Condvar {
         mutex: &RawMutex,
         deadline: Option<Instant>,
     ) -> WaitTimeoutResult {
-        let ours = ptr::from_ref(mutex).cast_mut();
+        // SAFETY: our caller holds `mutex`.
+        let woken = unsafe { self.park_released(mutex, deadline, true) };
+        if !woken.relocked {
+            mutex.lock();
+        }
+        woken.result
+    }
+
+    /// The wait of [`wait_raw`](Self::wait_raw) without the re-lock: releases `mutex`,
+    /// sleeps until notified, `deadline` passes or a spurious wake-up. Returns the result and
+    /// whether the mutex is already held again (a notification requeued this thread onto the
+    /// mutex and its unlock handed it over); if not, the caller must lock it.
+    ///
+    /// With `requeue` false, this waiter marks the condvar "mixed" while it is queued, so that
+    /// notifications wake it instead of requeueing it: its re-lock is then a lock it takes
+    /// itself (the validated condvar announces that wait, like any blocking lock, to the
+    /// watchdog; a requeued thread would block inside the parking lot unseen).
+    ///
+    /// # Safety
+    ///
+    /// As for [`wait_raw`](Self::wait_raw): the calling thread holds `mutex`.
+    pub(crate) unsafe fn park_released(
+        &self,
+        mutex: &RawMutex,
+        deadline: Option<Instant>,
+        requeue: bool,
+    ) -> Woken {
+        let ours = if requeue {
+            ptr::from_ref(mutex).cast_mut()
+        } else {
+            mixed()
+        };
         let requeued = Cell::new(false);
         let validate = || {
             // Relaxed: under the condvar's bucket lock, like every write to the pointer; the
@@ -292,12 +330,14 @@ impl Condvar {
             )
         };
         // A mutex unlock that woke us after a requeue may have handed us the mutex.
-        if result == ParkResult::Unparked(TOKEN_HANDOFF) {
+        let relocked = result == ParkResult::Unparked(TOKEN_HANDOFF);
+        if relocked {
             mutex.deadlock_handed_over();
-        } else {
-            mutex.lock();
         }
-        WaitTimeoutResult(!result.is_unparked() && !requeued.get())
+        Woken {
+            result: WaitTimeoutResult(!result.is_unparked() && !requeued.get()),
+            relocked,
+        }
     }
 
     /// Releases the guard's mutex, waits for a notification (or a spurious wake-up), and

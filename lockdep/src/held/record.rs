@@ -37,9 +37,7 @@
 //!   one thread at a time.
 
 use std::panic::Location;
-use std::sync::atomic::{
-    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
-};
+use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -109,8 +107,11 @@ pub(crate) struct Record {
     wait_since: AtomicU64,
     /// Counts the owner's waits, so that a watcher tells a new wait from an old one.
     wait_count: AtomicU64,
-    /// Mail is waiting (set by others, cleared by the owner).
-    mail_pending: AtomicBool,
+    /// Why the owner's fast paths must give way to the slow path: [`MAIL`] (mail is waiting;
+    /// set by others, cleared by the owner) and [`STAT`] (lock_stat is on; set and cleared by
+    /// [`set_stat_all`]). Zero, the usual case, costs the fast paths one load of a line
+    /// they read anyway.
+    unusual: AtomicU8,
     // ---- read-mostly
     index: u32,
     /// Bumped at every claim; odd while owned.
@@ -148,8 +149,9 @@ static TABLE: [AtomicPtr<Record>; MAX_RECORDS] =
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 /// Records given back, ready to be claimed again.
 static FREE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-/// Serializes record creation (rare: once per new concurrent thread).
-static CREATE: Mutex<()> = Mutex::new(());
+/// Serializes record creation (rare: once per new concurrent thread) and holds the lock_stat
+/// bit new records get (see [`set_stat_all`]).
+static CREATE: Mutex<bool> = Mutex::new(false);
 
 thread_local! {
     /// The calling thread's record, for the fork handlers (0 if none).
@@ -228,6 +230,30 @@ pub(crate) fn find(holder: Holder) -> Option<&'static Record> {
     (r.generation() == generation).then_some(r)
 }
 
+/// [`Record::unusual`]'s bit: mail is waiting.
+const MAIL: u8 = 1;
+/// [`Record::unusual`]'s bit: lock_stat is on (its hooks run on the slow paths only).
+const STAT: u8 = 2;
+
+/// Runs `flip` (lock_stat's switch changing to `on`) and gives every record, and every record
+/// created from now on, the lock_stat bit `on`: with it, the fast paths give way to the slow
+/// ones, which count. Both under `CREATE`, which record creation holds too, so however calls
+/// race, the switch and every record's bit end with the same value. Thread-safe.
+pub(crate) fn set_stat_all(on: bool, flip: impl FnOnce()) {
+    let mut stat = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+    flip();
+    *stat = on;
+    for r in all() {
+        // Relaxed: a hint for the owner's fast path, like the mail bit; an operation racing
+        // with the switch is counted or not.
+        if on {
+            r.unusual.fetch_or(STAT, Ordering::Relaxed);
+        } else {
+            r.unusual.fetch_and(!STAT, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Claims a record for the calling thread (`None` past [`MAX_RECORDS`]).
 pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
     fork::join(Rank::Records, &FORK);
@@ -240,19 +266,21 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
             unsafe { &*p }
         }
         None => {
-            let _g = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+            let stat_on = CREATE.lock().unwrap_or_else(|e| e.into_inner());
             // Relaxed: creation is serialized by `CREATE`.
             let i = CREATED.load(Ordering::Relaxed);
             if i == MAX_RECORDS {
                 return None;
             }
+            // The bit `set_stat_all` last gave every record (under the same mutex).
+            let stat = if *stat_on { STAT } else { 0 };
             let r: &'static Record = Box::leak(Box::new(Record {
                 seq: AtomicU64::new(0),
                 len: AtomicU64::new(0),
                 wait_instance: AtomicUsize::new(0),
                 wait_since: AtomicU64::new(0),
                 wait_count: AtomicU64::new(0),
-                mail_pending: AtomicBool::new(false),
+                unusual: AtomicU8::new(stat),
                 index: i as u32,
                 generation: AtomicU32::new(0),
                 array: AtomicPtr::new(std::ptr::from_ref(Array::leak(FIRST_SLOTS)).cast_mut()),
@@ -272,7 +300,8 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
     // here; readers check the generation again after reading the identity under its mutex.
     r.len.store(0, Ordering::Relaxed);
     r.wait_instance.store(0, Ordering::Relaxed);
-    r.mail_pending.store(false, Ordering::Relaxed);
+    // Relaxed: as above; the STAT bit stays as `set_stat_all` left it.
+    r.unusual.fetch_and(!MAIL, Ordering::Relaxed);
     // Release: a reader that sees the odd generation sees the reset fields above.
     r.generation.fetch_add(1, Ordering::Release);
     let _ = MINE.try_with(|m| m.set(std::ptr::from_ref(r).addr()));
@@ -447,11 +476,20 @@ impl Record {
         }
     }
 
+    /// Whether the owner's fast paths must give way (mail waits, or lock_stat is on). One
+    /// relaxed load on the owner's line.
+    #[inline(always)]
+    pub(crate) fn is_unusual(&self) -> bool {
+        // Relaxed: a hint; the mail itself is read under the mailbox mutex, and lock_stat's
+        // switch is read again on the slow path.
+        self.unusual.load(Ordering::Relaxed) != 0
+    }
+
     /// Whether another thread posted mail. One relaxed load on the owner's line.
     #[inline]
     pub(crate) fn has_mail(&self) -> bool {
-        // Relaxed: a hint; the mail itself is read under the mailbox mutex.
-        self.mail_pending.load(Ordering::Relaxed)
+        // Relaxed: as in `is_unusual`.
+        self.unusual.load(Ordering::Relaxed) & MAIL != 0
     }
 
     /// Takes the mail (the owner).
@@ -459,7 +497,7 @@ impl Record {
         let mut m = self.mail.lock().unwrap_or_else(|e| e.into_inner());
         // Relaxed: cleared under the mutex that guards the mail; a post after this sets it
         // again under the same mutex.
-        self.mail_pending.store(false, Ordering::Relaxed);
+        self.unusual.fetch_and(!MAIL, Ordering::Relaxed);
         std::mem::take(&mut *m)
     }
 
@@ -476,7 +514,7 @@ impl Record {
         }
         m.push(mail);
         // Relaxed: the owner reads the mail under the mutex; see `has_mail`.
-        r.mail_pending.store(true, Ordering::Relaxed);
+        r.unusual.fetch_or(MAIL, Ordering::Relaxed);
         true
     }
 

@@ -281,10 +281,12 @@ impl ThreadState {
         }
     }
 
-    /// Whether other threads posted mail that [`settle`](Self::settle) would apply.
+    /// Whether the fast paths must give way to the slow ones: other threads posted mail that
+    /// [`settle`](Self::settle) would apply, or lock_stat is on (its hooks are on the slow
+    /// paths). One load.
     #[inline(always)]
-    pub fn has_mail(&self) -> bool {
-        self.record.is_some_and(|r| r.has_mail())
+    pub fn is_unusual(&self) -> bool {
+        self.record.is_some_and(|r| r.is_unusual())
     }
 
     #[cold]

@@ -88,13 +88,14 @@ fn with_state_registered<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> 
 /// [`with_state`] for the fast paths, which only read or shrink a stack that a
 /// [`with_state`] call gave room before: no exit-check registration, no lazy-initialization
 /// check, and no call at all. `None` (as if the state were unavailable) also while other
-/// threads' mail waits: the fast path then gives up, and the slow path that it hands over to
-/// applies the mail (one relaxed load when there is none), so the fast path stays a leaf.
+/// threads' mail waits or lock_stat is on (one bit word, one relaxed load when neither): the
+/// fast path then gives up, and the slow path that it hands over to applies the mail and
+/// counts for lock_stat, so the fast path stays a leaf.
 #[inline(always)]
 pub(crate) fn with_state_fast<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     STATE.with(|s| {
         let mut s = s.try_borrow_mut().ok()?;
-        if s.has_mail() {
+        if s.is_unusual() {
             return None;
         }
         Some(f(&mut s))
