@@ -7,36 +7,15 @@
 
 mod common;
 
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::{start, HANG};
+use common::{next_about, start};
 use instrumented_locks::Mutex;
 use lockdep::{Report, WatchdogReport};
 
 const THRESHOLD: Duration = Duration::from_millis(800);
-
-/// The next watchdog report that concerns a thread whose name starts with `prefix`.
-fn next_about(rx: &Receiver<WatchdogReport>, prefix: &str) -> WatchdogReport {
-    let deadline = Instant::now() + HANG;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let r = rx
-            .recv_timeout(left)
-            .expect("hang guard: no watchdog report");
-        let threads: Vec<&str> = match &r {
-            WatchdogReport::Deadlock(d) => {
-                d.threads.iter().map(|t| t.thread.name.as_str()).collect()
-            }
-            WatchdogReport::Hung(h) => h.chain.iter().map(|t| t.thread.name.as_str()).collect(),
-            _ => Vec::new(),
-        };
-        if threads.iter().any(|n| n.starts_with(prefix)) {
-            return r;
-        }
-    }
-}
 
 /// Starts `n` threads named `prefix-0..n`, thread `i` locking `locks[i]` then, after all did,
 /// `locks[(i + 1) % n]`: a cycle of waits.

@@ -126,3 +126,29 @@ pub fn one_cycle(r: &[Report]) -> Vec<String> {
     assert_eq!(cycles(r), 1, "expected a cycle, got {r:#?}");
     r[0].cycle_classes()
 }
+
+/// The next watchdog report that concerns a thread whose name starts with `prefix`, within
+/// [`HANG`] (a hang guard: panics if none comes).
+pub fn next_about(
+    rx: &std::sync::mpsc::Receiver<lockdep::WatchdogReport>,
+    prefix: &str,
+) -> lockdep::WatchdogReport {
+    use lockdep::WatchdogReport;
+    let deadline = std::time::Instant::now() + HANG;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let r = rx
+            .recv_timeout(left)
+            .expect("hang guard: no watchdog report");
+        let threads: Vec<&str> = match &r {
+            WatchdogReport::Deadlock(d) => {
+                d.threads.iter().map(|t| t.thread.name.as_str()).collect()
+            }
+            WatchdogReport::Hung(h) => h.chain.iter().map(|t| t.thread.name.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        if threads.iter().any(|n| n.starts_with(prefix)) {
+            return r;
+        }
+    }
+}
