@@ -86,9 +86,15 @@ pub(crate) fn acquire(
     nest_lock: Option<&LockMap>,
     site: Site,
 ) {
-    if nest_lock.is_some() || !acquire_fast(map, subclass, mode, trylock, site) {
-        acquire_general(map, subclass, mode, trylock, nest_lock, site);
-    }
+    fast_or(
+        map,
+        subclass,
+        mode,
+        trylock,
+        nest_lock,
+        site,
+        acquire_general,
+    );
 }
 
 /// [`acquire`] for [`crate::acquire`] (a lock's acquisition, which lock_stat counts): the same
@@ -103,8 +109,31 @@ pub(crate) fn acquire_counted(
     nest_lock: Option<&LockMap>,
     site: Site,
 ) {
+    fast_or(
+        map,
+        subclass,
+        mode,
+        trylock,
+        nest_lock,
+        site,
+        acquire_general_counted,
+    );
+}
+
+/// The fast path, or else `slow` (one of the general paths, a function item: called last,
+/// as a tail call).
+#[inline(always)]
+fn fast_or(
+    map: &LockMap,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest_lock: Option<&LockMap>,
+    site: Site,
+    slow: impl FnOnce(&LockMap, u8, Mode, bool, Option<&LockMap>, Site),
+) {
     if nest_lock.is_some() || !acquire_fast(map, subclass, mode, trylock, site) {
-        acquire_general_counted(map, subclass, mode, trylock, nest_lock, site);
+        slow(map, subclass, mode, trylock, nest_lock, site);
     }
 }
 
