@@ -25,7 +25,9 @@
 //! over rounds of the per-round value (a busy phase hits a whole round, so a ratio within a
 //! round stays fair). Overheads per lock: `on` and `off` against `raw` (the same lock without
 //! validation), the other detectors against `peer` (the lock they wrap). Run `cargo bench -p
-//! instrumented-locks --bench overhead` (fat LTO in the workspace's bench profile). With
+//! instrumented-locks --bench overhead` (fat LTO in the workspace's bench profile); `--
+//! pair mutex` keeps only the rows whose name contains `pair` or `mutex`, and
+//! `OVERHEAD_ROUNDS=n` sets the number of rounds. With
 //! `--no-default-features` the `on` column is the feature-off build and must equal `raw`.
 //! Under `cargo test --benches`, one short round.
 
@@ -133,7 +135,17 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
-    let rounds = if bench { 45 } else { 1 };
+    // `OVERHEAD_ROUNDS` overrides the number of rounds (a quick look while profiling).
+    let rounds = match std::env::var("OVERHEAD_ROUNDS").ok().and_then(|r| r.parse().ok()) {
+        Some(r) if bench => r,
+        _ if bench => 45,
+        _ => 1,
+    };
+    // Other arguments that are not flags keep only the rows whose name contains one of them.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     const OPS: u64 = 60_000;
 
     static DX_REPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -327,6 +339,10 @@ fn main() {
             ),
         ],
     });
+
+    if !filters.is_empty() {
+        rows.retain(|r| filters.iter().any(|f| r.name.contains(f.as_str())));
+    }
 
     // ns/op per row, cell, round.
     let mut ns: Vec<Vec<Vec<f64>>> = rows

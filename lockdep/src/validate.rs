@@ -161,35 +161,35 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     let Some(class) = resolve::cached_class(map, subclass) else {
         return false;
     };
-    thread::with_state_fast(|st| {
-        if !st.has_room() || st.depth() == settings::max_depth() {
-            return false;
-        }
-        // The key the entry gets (`st.next` computes it again: the same value, computed once).
-        let below = st.top_key();
-        let key = HeldLock::chain_key_of(below, class, mode, trylock, 0);
-        if !trylock && below != 0 && st.cache.lookup(key) != Hit::Plain {
-            return false;
-        }
-        // Only now the rest of the entry: its loads stay off the path that gives up.
-        let next = st.next(HeldLock {
-            class,
-            instance: map.instance(),
-            name: map.name(),
-            named: map.is_named(),
-            mode,
-            trylock,
-            subclass,
-            nest_lock: 0,
-            site,
-            chain_key: 0,
-            pin_count: 0,
-            paired: false,
-        });
-        st.push_in_room(next);
-        true
-    })
-    .unwrap_or(false)
+    // SAFETY: used only in this function, which makes no call (every step is inlined).
+    let Some(st) = (unsafe { thread::state_fast() }) else {
+        return false;
+    };
+    let Some(r) = st.fast_push_record() else {
+        return false;
+    };
+    let below = st.top_key();
+    let key = HeldLock::chain_key_of(below, class, mode, trylock, 0);
+    if !trylock && below != 0 && st.cache.lookup(key) != Hit::Plain {
+        return false;
+    }
+    // Only now the rest of the entry: its loads stay off the path that gives up, and most of
+    // it is needed only if the slot does not hold it already.
+    st.push_fast(r, key, map.instance(), site, map.name(), || HeldLock {
+        class,
+        instance: map.instance(),
+        name: map.name(),
+        named: map.is_named(),
+        mode,
+        trylock,
+        subclass,
+        nest_lock: 0,
+        site,
+        chain_key: key,
+        pin_count: 0,
+        paired: false,
+    });
+    true
 }
 
 /// [`acquire`] when the fast path did not push.

@@ -70,7 +70,11 @@ impl Dep {
         if !crate::is_enabled() {
             return Track::NONE;
         }
-        lockdep_acquire(&self.map, subclass, mode, false, nest, site);
+        if subclass == 0 && nest.is_none() {
+            acquire_plain(&self.map, mode, false, site);
+        } else {
+            lockdep_acquire(&self.map, subclass, mode, false, nest, site);
+        }
         Track::held(mode, subclass, nest)
     }
 
@@ -82,7 +86,7 @@ impl Dep {
         if !crate::is_enabled() {
             return Track::NONE;
         }
-        lockdep_acquire(&self.map, 0, mode, true, None, site);
+        acquire_plain(&self.map, mode, true, site);
         Track::held(mode, 0, None)
     }
 
@@ -429,6 +433,30 @@ fn lockdep_acquire(
     site: Site,
 ) {
     lockdep::acquire(map, subclass, mode, trylock, nest, site);
+}
+
+/// [`lockdep_acquire`] of subclass 0 with no nest lock (nearly every acquisition), one
+/// function per mode and trylock flag: the constants fold into lockdep's fast path, which then
+/// needs fewer registers.
+#[inline(always)]
+fn acquire_plain(map: &LockMap, mode: Mode, trylock: bool, site: Site) {
+    match (mode, trylock) {
+        (Mode::Exclusive, false) => lockdep_acquire_as::<0, false>(map, site),
+        (Mode::Read, false) => lockdep_acquire_as::<1, false>(map, site),
+        (Mode::RecursiveRead, false) => lockdep_acquire_as::<2, false>(map, site),
+        (Mode::Upgradable, false) => lockdep_acquire_as::<3, false>(map, site),
+        (Mode::Exclusive, true) => lockdep_acquire_as::<0, true>(map, site),
+        (Mode::Read, true) => lockdep_acquire_as::<1, true>(map, site),
+        (Mode::RecursiveRead, true) => lockdep_acquire_as::<2, true>(map, site),
+        (Mode::Upgradable, true) => lockdep_acquire_as::<3, true>(map, site),
+    }
+}
+
+/// One of [`acquire_plain`]'s functions: mode `MODE` (its code in [`mode_code`]), trylock
+/// `TRY`.
+#[inline(never)]
+fn lockdep_acquire_as<const MODE: usize, const TRY: bool>(map: &LockMap, site: Site) {
+    lockdep::acquire(map, 0, code_mode(MODE), TRY, None, site);
 }
 
 /// `lockdep::release`, called, not inlined (as [`lockdep_acquire`]).

@@ -155,6 +155,29 @@ impl Slot {
             && self.shows(w)
     }
 
+    /// [`holds`](Self::holds) for the fast path's push, from the four facts that decide it:
+    /// the same instance, chain key, site and name. The rest follows (barring a chain-key
+    /// collision, which the chain cache already trusts): an equal chain key over the same
+    /// stack below means the same class (hence subclass), mode, trylock flag and no
+    /// nest_lock; the same instance means the same map, whose name is fixed, and a popped
+    /// slot carries no pin or paired mark (a release clears them).
+    #[inline(always)]
+    pub fn holds_fast(
+        &self,
+        instance: usize,
+        chain_key: u64,
+        site: *const Location<'static>,
+        name: &'static str,
+    ) -> bool {
+        // Relaxed (every load): the owner reads back its own stores.
+        self.instance.load(Ordering::Relaxed) == instance
+            && self.chain_key.load(Ordering::Relaxed) == chain_key
+            && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
+            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
+            // A name longer than `u32::MAX` never matches: its slot is rewritten every time.
+            && self.meta.load(Ordering::Relaxed) >> 32 == name.len() as u64
+    }
+
     /// Copies every field of `from` (the owner, inside a write section or on private slots).
     pub fn copy_from(&self, from: &Slot) {
         // Relaxed (every load and store): the owner's own fields; see `write`.

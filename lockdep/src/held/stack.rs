@@ -47,6 +47,11 @@ pub(crate) struct ThreadState {
     cap: usize,
     /// The number of held entries: the slots below it.
     len: usize,
+    /// The fast path's room: it pushes only while `len` is below this. The smaller of `cap`
+    /// and the depth limit (counted as `depth` counts it), and 0 while the thread has no
+    /// shared record; kept by [`refresh_room`](Self::refresh_room) at the end of every slow
+    /// path, so that one compare decides what took three tests.
+    room: usize,
     /// The private slots, while the thread has no record (empty otherwise).
     own: Vec<Slot>,
     /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
@@ -151,6 +156,7 @@ impl ThreadState {
             base: NonNull::dangling(),
             cap: 0,
             len: 0,
+            room: 0,
             own: Vec::new(),
             top: 0,
             marks: 0,
@@ -279,6 +285,32 @@ impl ThreadState {
                 self.apply_mail(r);
             }
         }
+    }
+
+    /// Recomputes [`room`](Self::room) from the array, the nest count, the record and the
+    /// depth limit as they are now. Every slow path ends with it (see `with_state`): a change
+    /// of `set_max_depth` reaches a thread's fast path at its next slow-path operation.
+    #[inline]
+    pub(crate) fn refresh_room(&mut self) {
+        self.room = match self.record {
+            Some(_) => self
+                .cap
+                .min(crate::settings::max_depth().saturating_add(self.nested as usize)),
+            None => 0,
+        };
+    }
+
+    /// The record for a fast-path push, if the fast path may push: there is room (see
+    /// [`room`](Self::room)) and nothing unusual waits. One compare and one load.
+    #[inline(always)]
+    pub fn fast_push_record(&self) -> Option<&'static Record> {
+        if self.len >= self.room {
+            return None;
+        }
+        // SAFETY: `room` is 0 while `record` is `None` (`refresh_room`, the one place that
+        // sets it, and nothing takes the record without a slow path that refreshes it).
+        let r = unsafe { self.record.unwrap_unchecked() };
+        (!r.is_unusual()).then_some(r)
     }
 
     /// Whether the fast paths must give way to the slow ones: other threads posted mail that
@@ -429,6 +461,48 @@ impl ThreadState {
         self.len = len + 1;
     }
 
+    /// The fast path's push of a plain entry (no nest_lock, no pin, not paired) whose chain
+    /// key over the stack as it is is `key`, with the record and room that
+    /// [`fast_push_record`](Self::fast_push_record) found: when the slot already holds it
+    /// (see [`Slot::holds_fast`]) only the depth is stored; `entry` makes the whole entry
+    /// otherwise.
+    #[inline(always)]
+    pub fn push_fast(
+        &mut self,
+        r: &'static Record,
+        key: u64,
+        instance: usize,
+        site: &'static std::panic::Location<'static>,
+        name: &'static str,
+        entry: impl FnOnce() -> HeldLock,
+    ) {
+        let len = self.len;
+        let slot = self.top_slot_in_room(len);
+        if !slot.holds_fast(instance, key, site, name) {
+            let mut e = entry();
+            e.chain_key = key;
+            let words = Words::of(&e);
+            // A slot that shows the entry with other owner's words is rewritten with no move
+            // of the counter (no reader sees a change).
+            if !slot.shows(&words) {
+                r.will_push();
+            }
+            slot.store(&words);
+        }
+        r.published(len);
+        self.top = key;
+        self.len = len + 1;
+    }
+
+    /// Slot `i` with no bounds check, for a push into room: `i` must be below `cap`.
+    #[inline(always)]
+    fn top_slot_in_room(&self, i: usize) -> &Slot {
+        debug_assert!(i < self.cap);
+        // SAFETY: `i < cap` (the caller's contract, from `room <= cap`), and `base..cap` are
+        // live slots (see `slots`).
+        unsafe { &*self.base.as_ptr().add(i) }
+    }
+
     /// The counters' and the top key's share of a push; returns the entry to store.
     #[inline(always)]
     fn account(&mut self, next: Next) -> HeldLock {
@@ -449,6 +523,7 @@ impl ThreadState {
         if len == 0
             || self.top_slot(len - 1).instance() != instance
             || (self.marks | self.nested) != 0
+            || self.is_unusual()
         {
             return false;
         }

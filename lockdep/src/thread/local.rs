@@ -51,6 +51,7 @@ impl Drop for ExitCheck {
             // this thread (in thread-local destructors that run after this one) are still
             // tracked, in the late mode of `with_state`.
             st.reset_after_exit();
+            st.refresh_room();
         });
     }
 }
@@ -80,26 +81,41 @@ fn with_state_registered<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> 
     STATE.with(|s| {
         s.try_borrow_mut().ok().map(|mut s| {
             s.settle();
-            f(&mut s)
+            let r = f(&mut s);
+            s.refresh_room();
+            r
         })
     })
 }
 
-/// [`with_state`] for the fast paths, which only read or shrink a stack that a
+/// This thread's state for the fast paths, which only read or shrink a stack that a
 /// [`with_state`] call gave room before: no exit-check registration, no lazy-initialization
-/// check, and no call at all. `None` (as if the state were unavailable) also while other
-/// threads' mail waits or lock_stat is on (one bit word, one relaxed load when neither): the
-/// fast path then gives up, and the slow path that it hands over to applies the mail and
-/// counts for lock_stat, so the fast path stays a leaf.
+/// check, no borrow-flag store, and no call at all. `None` (as if the state were unavailable)
+/// while a [`with_state`] call has it borrowed (a signal handler that interrupted it). The
+/// fast paths also give up while other threads' mail waits or lock_stat is on
+/// (`ThreadState::is_unusual`, one relaxed load): the slow path they hand over to applies the
+/// mail and counts for lock_stat, so the fast paths stay leaves.
+///
+/// # Safety
+///
+/// The caller uses the reference only before it returns, and makes no call while it does
+/// (the fast paths are leaves): no other borrow of the state can start meanwhile, so the
+/// reference is the only one.
 #[inline(always)]
-pub(crate) fn with_state_fast<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    STATE.with(|s| {
-        let mut s = s.try_borrow_mut().ok()?;
-        if s.is_unusual() {
-            return None;
-        }
-        Some(f(&mut s))
-    })
+pub(crate) unsafe fn state_fast<'a>() -> Option<&'a mut ThreadState> {
+    // The thread-local's address only: a closure small enough to be inlined everywhere.
+    let cell: *const RefCell<ThreadState> = STATE.with(|s| std::ptr::from_ref::<RefCell<_>>(s));
+    // SAFETY: the thread-local has no destructor (`ManuallyDrop`): it lives as long as the
+    // thread, longer than the caller's use.
+    let cell = unsafe { &*cell };
+    // SAFETY: the shared borrow is dropped at once (only the flag is read): no `with_state`
+    // call holds the state.
+    if unsafe { cell.try_borrow_unguarded() }.is_err() {
+        return None;
+    }
+    // SAFETY: no borrow is live (just checked) and none starts while the caller uses the
+    // reference (the caller's contract), so it is unique.
+    Some(unsafe { &mut *cell.as_ptr() })
 }
 
 /// [`with_state`] after the exit check ran: lock operations in thread-local destructors that

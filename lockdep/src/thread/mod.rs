@@ -13,7 +13,7 @@ mod query;
 mod release;
 
 pub(crate) use freed::check_no_locks_freed;
-pub(crate) use local::{current_thread, with_state, with_state_fast};
+pub(crate) use local::{current_thread, state_fast, with_state};
 pub(crate) use orphans::set_movable;
 pub(crate) use others::{
     check_freed_elsewhere, current_holder, key_holders, post_release, snapshots,

@@ -30,7 +30,11 @@ pub(crate) enum Release {
 /// changed: then [`release`] does the general work.
 #[inline(always)]
 pub(crate) fn release_fast(instance: usize) -> bool {
-    super::local::with_state_fast(|st| st.pop_plain(instance)).unwrap_or(false)
+    // SAFETY: used only here, and `pop_plain` makes no call.
+    match unsafe { super::local::state_fast() } {
+        Some(st) => st.pop_plain(instance),
+        None => false,
+    }
 }
 
 /// Takes the topmost entry of lock instance `instance` off this thread's stack. No lock taken;
