@@ -136,7 +136,10 @@ fn median(v: &mut [f64]) -> f64 {
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     // `OVERHEAD_ROUNDS` overrides the number of rounds (a quick look while profiling).
-    let rounds = match std::env::var("OVERHEAD_ROUNDS").ok().and_then(|r| r.parse().ok()) {
+    let rounds = match std::env::var("OVERHEAD_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+    {
         Some(r) if bench => r,
         _ if bench => 45,
         _ => 1,

@@ -329,7 +329,8 @@ impl Record {
 
     /// Gives the record back (the owner's thread exit). Its stack must be empty.
     pub(crate) fn give_back(&'static self) {
-        self.publish_len(0);
+        // Relaxed load: the owner's own word.
+        self.store_len(with_depth(self.len.load(Ordering::Relaxed), 0));
         self.wait_done();
         *self.identity.lock().unwrap_or_else(|e| e.into_inner()) = None;
         // Release: pairs with the Acquire loads of readers; the record is free from here.
@@ -390,7 +391,7 @@ impl Record {
     }
 
     /// Before the owner stores the shown fields of a pushed entry into slot `i` (the hot
-    /// path: then the slot, then [`published`](Self::published)). Slots below do not change,
+    /// path: then the slot, then [`store_len`](Self::store_len)). Slots below do not change,
     /// so no write section is needed for them; slot `i` may still be read by a reader that
     /// saw a greater depth before a pop, so the counter moves (by two: it stays even) before
     /// the slot is written, and that reader retries. A push that finds the slot already
@@ -408,51 +409,28 @@ impl Record {
         fence(Ordering::Release);
     }
 
-    /// Stores the depth after a push onto `below` entries, counting the push: one add to the
-    /// word (its depth is `below`, or the cut-off if deeper, as every store of it keeps it).
+    /// The depth word as the owner last stored it (the owner keeps a copy from its claim on,
+    /// see [`Record::store_len`], so that its hot paths store the word without loading it).
+    pub(crate) fn len_word(&self) -> u64 {
+        // Relaxed: the owner reads the word at its claim (the claim's mutex orders it after
+        // the previous owner's stores).
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Publishes the depth word `w` (the owner's; made by [`pushed_word`], [`popped_word`] or
+    /// [`with_depth`] from the word it stored last). One plain store.
     #[inline(always)]
-    pub(crate) fn published(&self, below: usize) {
-        // Relaxed: only the owner writes the word.
-        let w = self.len.load(Ordering::Relaxed);
-        let add = (1 << DEPTH_BITS) + u64::from((below as u64) < DEPTH_MASK);
-        // Release: a reader that sees the new depth sees the whole slot.
-        self.len.store(w + add, Ordering::Release);
+    pub(crate) fn store_len(&self, w: u64) {
+        // Release: a reader that sees the new depth sees the whole slot of a push, and every
+        // earlier section of a pop.
+        self.len.store(w, Ordering::Release);
     }
 
-    /// The owner popped its top entry; `len` entries are left. One store: the slot stays
-    /// intact until the next push (which moves the counter first), so a reader that still
-    /// counts it reads a consistent past state.
-    #[inline(always)]
-    pub(crate) fn popped(&self, len: usize) {
-        // Relaxed: only the owner writes the word.
-        let w = self.len.load(Ordering::Relaxed);
-        // Release: a reader that sees the shorter depth sees every earlier section. The depth
-        // was `len + 1`, or the cut-off (and stays so) if `len` is that deep.
-        self.len
-            .store(w - u64::from((len as u64) < DEPTH_MASK), Ordering::Release);
-    }
-
-    /// The owner took every entry off at once. As [`popped`](Self::popped), one store.
-    pub(crate) fn emptied(&self) {
-        self.publish_len(0);
-    }
-
-    #[inline]
-    fn publish_len(&self, len: usize) {
-        // Relaxed: only the owner writes the word.
-        let w = self.len.load(Ordering::Relaxed);
-        // Release: a reader that sees the shorter depth sees every earlier section.
-        self.len
-            .store(w & !DEPTH_MASK | depth_word(len), Ordering::Release);
-    }
-
-    /// Stores the depth `len` inside a write section (the entries moved), or when the stack is
-    /// emptied all at once.
-    pub(crate) fn set_len_in_section(&self, len: usize) {
-        // Relaxed (both): the owner's word, inside the write section.
-        let w = self.len.load(Ordering::Relaxed);
-        self.len
-            .store(w & !DEPTH_MASK | depth_word(len), Ordering::Relaxed);
+    /// [`store_len`](Self::store_len) inside a write section (the entries moved, or the stack
+    /// was emptied at once): the section's counter orders it.
+    pub(crate) fn store_len_in_section(&self, w: u64) {
+        // Relaxed: the owner's word, inside the write section.
+        self.len.store(w, Ordering::Relaxed);
     }
 
     /// The owner starts waiting for its entry of `instance` (a contended acquisition).
@@ -545,7 +523,7 @@ impl Record {
                 continue;
             }
             held.clear();
-            // Acquire: pairs with the Release stores of `published`, `popped` and `publish_len`.
+            // Acquire: pairs with the Release stores of `store_len`.
             let word = self.len.load(Ordering::Acquire);
             let len = (word & DEPTH_MASK) as usize;
             // Acquire: pairs with the Release store in `grow`. An array the owner outgrew
@@ -587,6 +565,26 @@ impl Record {
 #[inline]
 fn depth_word(len: usize) -> u64 {
     (len as u64).min(DEPTH_MASK)
+}
+
+/// The depth word after a push onto `below` entries, from the word `w` before it: one more
+/// push counted, and the depth `below + 1` (or the cut-off, as every store keeps it).
+#[inline(always)]
+pub(crate) fn pushed_word(w: u64, below: usize) -> u64 {
+    w + (1 << DEPTH_BITS) + u64::from((below as u64) < DEPTH_MASK)
+}
+
+/// The depth word after a pop that leaves `len` entries, from the word `w` before it (whose
+/// depth was `len + 1`, or the cut-off, which stays so if `len` is that deep).
+#[inline(always)]
+pub(crate) fn popped_word(w: u64, len: usize) -> u64 {
+    w - u64::from((len as u64) < DEPTH_MASK)
+}
+
+/// The depth word `w` with its depth set to `len` (the count of pushes kept).
+#[inline]
+pub(crate) fn with_depth(w: u64, len: usize) -> u64 {
+    w & !DEPTH_MASK | depth_word(len)
 }
 
 fn backoff(attempt: u32) {

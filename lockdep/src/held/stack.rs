@@ -38,13 +38,13 @@ use crate::class::ClassId;
 use crate::mode::Mode;
 use crate::pair_cache::PairCache;
 
-/// Everything the validator keeps per thread.
+/// Everything the validator keeps per thread. `repr(C)`: the fields the fast paths read come
+/// first, so that with the thread-local's borrow flag they fill one cache line.
+#[repr(C)]
 pub(crate) struct ThreadState {
     /// The first of the `cap` slots in use: the record's array, or `own`'s (dangling when
     /// `cap` is 0).
     base: NonNull<Slot>,
-    /// The number of slots at `base`.
-    cap: usize,
     /// The number of held entries: the slots below it.
     len: usize,
     /// The fast path's room: it pushes only while `len` is below this. The smaller of `cap`
@@ -52,17 +52,25 @@ pub(crate) struct ThreadState {
     /// shared record; kept by [`refresh_room`](Self::refresh_room) at the end of every slow
     /// path, so that one compare decides what took three tests.
     room: usize,
-    /// The private slots, while the thread has no record (empty otherwise).
-    own: Vec<Slot>,
     /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
     /// acquire does not have to load it through the stack.
     top: u64,
+    /// The record's depth word as this thread last stored it (see `Record::store_len`): the
+    /// hot paths make the next word from it with no load of the record.
+    len_word: u64,
+    /// The record whose slots hold the stack (claimed at the first push; `None` before, or
+    /// past the record limit).
+    record: Option<&'static Record>,
     /// Sum of the held entries' pin counts plus the number of entries marked `paired`, so a
     /// release need not read the entry when nothing is pinned or paired (the usual case).
     marks: u32,
     /// Number of held entries taken under a nest_lock. They do not count against the depth
     /// limit (the kernel folds them into one entry).
     nested: u32,
+    /// The number of slots at `base`.
+    cap: usize,
+    /// The private slots, while the thread has no record (empty otherwise).
+    own: Vec<Slot>,
     /// The chains this thread validated (or found validated) recently.
     pub cache: LocalCache,
     /// The instance pairs this thread checked recently.
@@ -70,9 +78,6 @@ pub(crate) struct ThreadState {
     /// (validator thread number, thread name), filled in when a report first needs it, so
     /// that the thread-local can be const-initialized (no lazy-init check on the fast path).
     identity: OnceCell<(u64, String)>,
-    /// The record whose slots hold the stack (claimed at the first push; `None` before, or
-    /// past the record limit).
-    record: Option<&'static Record>,
     /// No record is to be claimed: the record table was full at the last try, or the thread's
     /// exit check has run (its record was given back; see [`reset_after_exit`]).
     ///
@@ -157,6 +162,7 @@ impl ThreadState {
             cap: 0,
             len: 0,
             room: 0,
+            len_word: 0,
             own: Vec::new(),
             top: 0,
             marks: 0,
@@ -256,7 +262,8 @@ impl ThreadState {
                 for (to, from) in slots.iter().zip(&self.slots()[..self.len]) {
                     to.copy_from(from);
                 }
-                r.set_len_in_section(self.len);
+                self.len_word = record::with_depth(r.len_word(), self.len);
+                r.store_len_in_section(self.len_word);
                 r.end(even);
                 self.use_shared(slots);
             }
@@ -454,7 +461,8 @@ impl ThreadState {
                     }
                     slot.store(&words);
                 }
-                r.published(len);
+                self.len_word = record::pushed_word(self.len_word, len);
+                r.store_len(self.len_word);
             }
             None => slot.store(&words),
         }
@@ -489,7 +497,8 @@ impl ThreadState {
             }
             slot.store(&words);
         }
-        r.published(len);
+        self.len_word = record::pushed_word(self.len_word, len);
+        r.store_len(self.len_word);
         self.top = key;
         self.len = len + 1;
     }
@@ -553,7 +562,8 @@ impl ThreadState {
             self.top_slot(len - 1).chain_key()
         };
         if let Some(r) = self.record {
-            r.popped(len);
+            self.len_word = record::popped_word(self.len_word, len);
+            r.store_len(self.len_word);
         }
     }
 
@@ -645,7 +655,8 @@ impl ThreadState {
             Some(r) => {
                 let even = r.begin();
                 f(self);
-                r.set_len_in_section(self.len);
+                self.len_word = record::with_depth(self.len_word, self.len);
+                r.store_len_in_section(self.len_word);
                 r.end(even);
             }
             None => f(self),
@@ -702,7 +713,8 @@ impl ThreadState {
         self.len = 0;
         if let Some(r) = self.record {
             // As a pop: the slots stay as they are.
-            r.emptied();
+            self.len_word = record::with_depth(self.len_word, 0);
+            r.store_len(self.len_word);
         }
         all
     }
