@@ -2,7 +2,7 @@
 //! thread ends (the kernel's "lock held when returning to user space").
 //!
 //! The state's thread-local has no destructor (it is `ManuallyDrop`), so the fast path reaches
-//! it with no lazy-initialization or liveness check ([`with_state_fast`]). The destructor is a
+//! it with no lazy-initialization or liveness check ([`state_fast`]). The destructor is a
 //! second, zero-sized thread-local ([`ExitCheck`]), registered by every slow-path access
 //! ([`with_state`]). The fast path can only succeed after one: it never grows the held stack,
 //! and the stack starts with no room. At thread exit the check reports what is still held,
@@ -96,11 +96,17 @@ fn with_state_registered<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> 
 /// (`ThreadState::is_unusual`, one relaxed load): the slow path they hand over to applies the
 /// mail and counts for lock_stat, so the fast paths stay leaves.
 ///
+/// A signal handler that takes validated locks while its thread is inside a fast path would
+/// share the state with the code it interrupted: that is outside what the validator supports
+/// (as taking a lock in a signal handler is outside what the locks support: the interrupted
+/// code may hold it). A handler that interrupts a slow path finds the borrow flag set and
+/// goes untracked.
+///
 /// # Safety
 ///
-/// The caller uses the reference only before it returns, and makes no call while it does
-/// (the fast paths are leaves): no other borrow of the state can start meanwhile, so the
-/// reference is the only one.
+/// The caller uses the reference only before it returns, and makes no call that can reach
+/// this thread's state while it does (the fast paths are leaves): no other borrow of the
+/// state can start meanwhile, so the reference is the only one.
 #[inline(always)]
 pub(crate) unsafe fn state_fast<'a>() -> Option<&'a mut ThreadState> {
     // The thread-local's address only: a closure small enough to be inlined everywhere.
