@@ -167,21 +167,22 @@ impl DynamicKey {
 
     fn unregister_inner(&self, report_unknown: bool, site: &'static Location<'static>) {
         let key = self.key_ref();
-        // Every thread's held locks, through their shared records; the calling thread's own
-        // stack too, in case it has no record (past the record limit).
-        let holders = thread::key_holders(key);
-        if !holders.is_empty() {
-            misuse::report_held(self.name(), site, self.node().registered_at(), holders);
-        } else if thread::holds_key(key) {
-            self.report_misuse(KeyMisuse::UnregisterWhileHeld, site);
-        }
+        // Every thread's held locks, through their shared records (copied before the graph
+        // lock; usually none holds anything), and the calling thread's own stack too, in case
+        // it has no record (past the record limit). Checked under the graph lock that unlinks
+        // and zaps, before the zap (which forgets which classes were the key's).
+        let snaps = thread::holding_snapshots();
+        let mut holders = Vec::new();
+        let mut self_holds = false;
         // Unlink and zap under the graph lock (a class of the key can then never be created
         // again: class creation checks registration under the same lock), then, with the
-        // graph lock dropped, wait for the lookups that were walking this bucket. An unknown
-        // key is reported after all of it, with no validator lock held.
+        // graph lock dropped, wait for the lookups that were walking this bucket. The reports
+        // (a held key, an unknown key) come after all of it, with no validator lock held.
         let mut unknown = false;
         sync::unlink_and_wait(self.bucket(), || {
             let mut g = graph_lock();
+            holders = thread::key_holders(&g.graph, &snaps, key);
+            self_holds = holders.is_empty() && thread::holds_key(&g.graph, key);
             if !table::unlink(&mut g, self.node) {
                 unknown = true;
                 return false;
@@ -189,6 +190,11 @@ impl DynamicKey {
             g.graph.zap_key(key);
             true
         });
+        if !holders.is_empty() {
+            misuse::report_held(self.name(), site, self.node().registered_at(), holders);
+        } else if self_holds {
+            self.report_misuse(KeyMisuse::UnregisterWhileHeld, site);
+        }
         if unknown && report_unknown {
             self.report_misuse(KeyMisuse::UnknownKey, site);
         }

@@ -5,6 +5,7 @@
 
 use super::local::{current_thread, with_state};
 use crate::class::KeyRef;
+use crate::graph::Graph;
 use crate::graph_lock::graph_lock;
 use crate::held::record::{self, Holder, Mail, Snapshot};
 use crate::report::{self, build, ThreadLocks};
@@ -19,19 +20,26 @@ pub(crate) fn current_holder() -> Option<Holder> {
     with_state(|st| st.record().map(|r| r.holder())).flatten()
 }
 
-/// Every thread that holds locks of `key`, with those locks. Takes the graph lock only if a
-/// thread holds anything.
-pub(crate) fn key_holders(key: KeyRef) -> Vec<ThreadLocks> {
-    let snaps = snapshots();
-    if snaps.iter().all(|s| s.entries().next().is_none()) {
-        return Vec::new();
-    }
-    let g = graph_lock();
+/// Copies of the records that hold locks (for [`key_holders`]): taken before the graph lock,
+/// so that the check costs the caller nothing more when no thread holds anything.
+pub(crate) fn holding_snapshots() -> Vec<Snapshot> {
+    let mut snaps = snapshots();
+    snaps.retain(|s| s.entries().next().is_some());
+    snaps
+}
+
+/// Every thread whose copy in `snaps` holds locks of `key`, with those locks, decided with the
+/// graph `g` (held by the caller, who zaps the key's classes next under the same lock). Only
+/// the matching copies are turned into descriptions: an unregister with the usual traffic
+/// (other threads holding locks of other keys) builds nothing.
+pub(crate) fn key_holders(g: &Graph, snaps: &[Snapshot], key: KeyRef) -> Vec<ThreadLocks> {
+    let of_key = |class| g.class(class).is_some_and(|c| c.key == key);
     let now = record::now_ns();
     snaps
         .iter()
+        .filter(|s| s.entries().any(|e| of_key(e.class)))
         .filter_map(|s| {
-            let mut t = build::thread_locks(&g.graph, s, now)?;
+            let mut t = build::thread_locks(g, s, now)?;
             t.held.retain(|l| l.key == Some(key));
             (!t.held.is_empty()).then_some(t)
         })
