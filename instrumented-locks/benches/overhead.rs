@@ -27,7 +27,7 @@
 //! validation), the other detectors against `peer` (the lock they wrap). Run `cargo bench -p
 //! instrumented-locks --bench overhead` (fat LTO in the workspace's bench profile); `--
 //! pair mutex` keeps only the rows whose name contains `pair` or `mutex`, and
-//! `OVERHEAD_ROUNDS=n` sets the number of rounds. With
+//! `OVERHEAD_ROUNDS=n` sets the number of rounds; `OVERHEAD_LOCK_STAT=1` runs with lock_stat on. With
 //! `--no-default-features` the `on` column is the feature-off build and must equal `raw`.
 //! Under `cargo test --benches`, one short round.
 
@@ -150,6 +150,12 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     const OPS: u64 = 60_000;
+
+    // `OVERHEAD_LOCK_STAT=1`: lock_stat on for the whole run (the `on` column then measures
+    // validation with lock_stat counting; `off` and the peers are unaffected).
+    let lock_stat = std::env::var_os("OVERHEAD_LOCK_STAT").is_some_and(|v| v == "1");
+    #[cfg(feature = "validate")]
+    instrumented_locks::set_lock_stat(lock_stat);
 
     static DX_REPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     deloxide::Deloxide::new()
@@ -373,7 +379,8 @@ fn main() {
     } else {
         "validate feature OFF: `on` is the feature-off build"
     };
-    println!("\noverhead ({mode}): {rounds} rounds, medians over rounds, ns per operation");
+    let stat = if lock_stat { ", lock_stat on" } else { "" };
+    println!("\noverhead ({mode}{stat}): {rounds} rounds, medians over rounds, ns per operation");
     println!(
         "| row | peer | dd | tm | dx | raw | on | off | on/peer | per lock: on−raw | off−raw | dd−peer | tm−peer | dx−peer |"
     );

@@ -311,3 +311,27 @@ fn lock_stat_counts_match_a_workload_with_known_contention() {
     );
     assert_reports!();
 }
+
+#[test]
+fn lock_stat_reset_while_a_lock_is_held_forgets_the_counts_and_keeps_the_holding() {
+    let _h = start();
+    lockdep::reset_lock_stat();
+    lockdep::set_lock_stat(true);
+    let m = Mutex::named(0u32, "stat reset M");
+    let other = Mutex::named(0u32, "stat reset other");
+    for _ in 0..5 {
+        *m.lock() += 1;
+    }
+    let g = m.lock();
+    lockdep::reset_lock_stat();
+    drop(g); // its hold time is recorded against the emptied counts, without a panic
+    *other.lock() += 1;
+    *m.lock() += 1;
+    lockdep::set_lock_stat(false);
+    let s = lockdep::lock_stat();
+    let ms = s.class("stat reset M").expect("stats of M");
+    assert_eq!((ms.acquisitions, ms.hold.count), (1, 2));
+    let os = s.class("stat reset other").expect("stats of other");
+    assert_eq!((os.acquisitions, os.hold.count), (1, 1));
+    assert_reports!();
+}

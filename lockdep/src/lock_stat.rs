@@ -37,11 +37,27 @@ type Key = (ClassId, &'static str);
 
 #[derive(Default)]
 struct Table {
-    classes: HashMap<Key, Counts>,
-    /// The locks this thread holds with the time their hold started, in acquisition order.
-    holding: Vec<(usize, Key, u64)>,
+    /// Each class's place in `counts` (a class keeps its place until the thread exits, so
+    /// that `holding` can name it by index: a release hashes nothing).
+    index: hashbrown::HashMap<Key, usize>,
+    counts: Vec<(Key, Counts)>,
+    /// The locks this thread holds: instance, place in `counts`, and the time their hold
+    /// started, in acquisition order.
+    holding: Vec<(usize, usize, u64)>,
     /// The start of the current contended wait.
     waiting: Option<(usize, u64)>,
+}
+
+impl Table {
+    /// The place of `key`'s counts, made on its first event.
+    #[inline]
+    fn place(&mut self, key: Key) -> usize {
+        let counts = &mut self.counts;
+        *self.index.entry(key).or_insert_with(|| {
+            counts.push((key, Counts::new()));
+            counts.len() - 1
+        })
+    }
 }
 
 struct Counts {
@@ -49,7 +65,7 @@ struct Counts {
     contentions: u64,
     wait: Histogram<u64>,
     hold: Histogram<u64>,
-    sites: HashMap<&'static Location<'static>, u64>,
+    sites: hashbrown::HashMap<&'static Location<'static>, u64>,
 }
 
 impl Counts {
@@ -60,7 +76,7 @@ impl Counts {
             // Three significant digits, growing as needed: never an error on record.
             wait: Histogram::new(3).expect("3 significant digits is a valid precision"),
             hold: Histogram::new(3).expect("3 significant digits is a valid precision"),
-            sites: HashMap::new(),
+            sites: hashbrown::HashMap::new(),
         }
     }
 
@@ -96,7 +112,10 @@ pub fn set_lock_stat(on: bool) {
 pub fn reset_lock_stat() {
     for t in TABLES.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
-        t.classes.clear();
+        // In place: the places that `holding` names stay valid.
+        for (_, c) in &mut t.counts {
+            *c = Counts::new();
+        }
     }
 }
 
@@ -122,11 +141,9 @@ pub(crate) fn acquire(map: &LockMap, subclass: u8) {
     let key = (map.cached(subclass), map.name());
     let now = now_ns();
     with_table(|t| {
-        t.classes
-            .entry(key)
-            .or_insert_with(Counts::new)
-            .acquisitions += 1;
-        t.holding.push((map.instance(), key, now));
+        let i = t.place(key);
+        t.counts[i].1.acquisitions += 1;
+        t.holding.push((map.instance(), i, now));
     });
 }
 
@@ -134,10 +151,10 @@ pub(crate) fn acquire(map: &LockMap, subclass: u8) {
 pub(crate) fn contended(map: &LockMap, site: &'static Location<'static>) {
     let now = now_ns();
     with_table(|t| {
-        let Some(&(_, key, _)) = t.holding.iter().rev().find(|h| h.0 == map.instance()) else {
+        let Some(&(_, i, _)) = t.holding.iter().rev().find(|h| h.0 == map.instance()) else {
             return;
         };
-        let c = t.classes.entry(key).or_insert_with(Counts::new);
+        let c = &mut t.counts[i].1;
         c.contentions += 1;
         *c.sites.entry(site).or_default() += 1;
         t.waiting = Some((map.instance(), now));
@@ -158,9 +175,11 @@ pub(crate) fn acquired(map: &LockMap) {
             return;
         };
         h.2 = now;
-        let key = h.1;
-        let c = t.classes.entry(key).or_insert_with(Counts::new);
-        c.wait.saturating_record(now.saturating_sub(since));
+        let i = h.1;
+        t.counts[i]
+            .1
+            .wait
+            .saturating_record(now.saturating_sub(since));
     });
 }
 
@@ -171,9 +190,11 @@ pub(crate) fn release(map: &LockMap) {
         let Some(i) = t.holding.iter().rposition(|h| h.0 == map.instance()) else {
             return;
         };
-        let (_, key, since) = t.holding.remove(i);
-        let c = t.classes.entry(key).or_insert_with(Counts::new);
-        c.hold.saturating_record(now.saturating_sub(since));
+        let (_, place, since) = t.holding.remove(i);
+        t.counts[place]
+            .1
+            .hold
+            .saturating_record(now.saturating_sub(since));
     });
 }
 
@@ -245,7 +266,7 @@ pub fn lock_stat() -> LockStat {
     let mut merged: HashMap<Key, Counts> = HashMap::new();
     for t in TABLES.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         let t = t.lock().unwrap_or_else(|e| e.into_inner());
-        for (k, c) in &t.classes {
+        for (k, c) in t.counts.iter().filter(|(_, c)| c.acquisitions > 0) {
             merged.entry(*k).or_insert_with(Counts::new).merge(c);
         }
     }
