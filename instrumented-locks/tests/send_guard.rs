@@ -175,4 +175,24 @@ mod send {
         assert_eq!(lockdep::held_count(), 0);
         assert_reports!();
     }
+
+    /// lock_stat follows a guard released on another thread: the hold is counted once, in the
+    /// class of the lock, and nothing is left over on the acquiring thread (a later hold of
+    /// the same lock there is timed from its own acquisition).
+    #[test]
+    fn lock_stat_counts_the_hold_of_a_guard_released_elsewhere() {
+        let _h = start();
+        lockdep::reset_lock_stat();
+        lockdep::set_lock_stat(true);
+        let m = Mutex::named(0, "stat traveller");
+        let g = m.lock();
+        std::thread::scope(|s| s.spawn(move || drop(g)).join().unwrap());
+        drop(m.lock());
+        lockdep::set_lock_stat(false);
+        let s = lockdep::lock_stat();
+        let c = s.class("stat traveller").expect("stats of the lock");
+        assert_eq!((c.acquisitions, c.hold.count), (2, 2));
+        assert_eq!(lockdep::held_count(), 0);
+        assert_reports!();
+    }
 }

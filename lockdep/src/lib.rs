@@ -579,6 +579,9 @@ pub fn release_from(holder: Option<Holder>, map: &LockMap) {
             // Whether the entry carried instance pairs is the other thread's secret: the map
             // learns it may have some, so that its drop forgets them.
             map.mark_paired();
+            if lock_stat::on() {
+                lock_stat::release_from(h, map);
+            }
             thread::post_release(h, map.instance());
         }
         _ => release_guard(map),

@@ -18,7 +18,7 @@ use hdrhistogram::Histogram;
 
 use crate::class::ClassId;
 use crate::graph_lock::graph_lock;
-use crate::held::record::now_ns;
+use crate::held::record::{now_ns, Holder};
 use crate::map::LockMap;
 
 static ON: AtomicBool = AtomicBool::new(false);
@@ -46,6 +46,9 @@ struct Table {
     holding: Vec<(usize, usize, u64)>,
     /// The start of the current contended wait.
     waiting: Option<(usize, u64)>,
+    /// The holding (see [`Holder`]) of the thread this table belongs to, once it has one: a
+    /// guard released on another thread finds its hold here ([`release_from`]).
+    holder: Option<Holder>,
 }
 
 impl Table {
@@ -132,7 +135,11 @@ fn with_table(f: impl FnOnce(&mut Table)) {
                 .push(Arc::clone(&t));
             t
         });
-        f(&mut t.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
+        if t.holder.is_none() {
+            t.holder = crate::thread::current_holder();
+        }
+        f(&mut t);
     });
 }
 
@@ -196,6 +203,30 @@ pub(crate) fn release(map: &LockMap) {
             .hold
             .saturating_record(now.saturating_sub(since));
     });
+}
+
+/// `map`, acquired by the holding `holder` on another thread, was released on this one (a
+/// guard sent between threads, [`crate::release_from`]): the hold is recorded in the
+/// acquiring thread's table, where it started, and leaves that table's holds. Takes the
+/// table list's mutex and the acquiring thread's table mutex (never held together with this
+/// thread's own).
+pub(crate) fn release_from(holder: Holder, map: &LockMap) {
+    let now = now_ns();
+    let tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    for t in tables.iter() {
+        let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
+        if t.holder != Some(holder) {
+            continue;
+        }
+        if let Some(i) = t.holding.iter().rposition(|h| h.0 == map.instance()) {
+            let (_, place, since) = t.holding.remove(i);
+            t.counts[place]
+                .1
+                .hold
+                .saturating_record(now.saturating_sub(since));
+        }
+        return;
+    }
 }
 
 /// Times of one kind (waits or holds) of one class, in nanoseconds.
