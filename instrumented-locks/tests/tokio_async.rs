@@ -693,3 +693,55 @@ fn mapped_and_owned_guards_keep_and_release_the_entry() {
     });
     assert!(take().is_empty());
 }
+
+/// A task that holds an async lock while it waits (between polls, on no thread) is in the
+/// all-threads dump as a task, with the lock; no thread shows the lock; once it releases the
+/// lock and ends, the dump shows it no more.
+#[test]
+fn the_dump_shows_a_task_holding_an_async_lock_between_polls() {
+    for (flavour, rt) in runtimes() {
+        let _serial = start();
+        let a = Arc::new(Mutex::named((), "dump_a"));
+        rt.block_on(async {
+            let (held_tx, held_rx) = oneshot::channel();
+            let (go_tx, go_rx) = oneshot::channel::<()>();
+            let a1 = a.clone();
+            let holder = spawn(async move {
+                let _ga = a1.lock().await;
+                held_tx.send(()).expect("test alive");
+                go_rx.await.expect("test alive");
+            });
+            held_rx.await.expect("holder holds a");
+            let is_a = |l: &lockdep::LockDesc| l.name == Some("dump_a");
+            // The holder's poll may still be ending on its worker: wait until it has.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let d = loop {
+                let d = lockdep::all_held_locks();
+                if d.tasks.iter().any(|t| t.held.iter().any(is_a)) {
+                    break d;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{flavour}: hang guard:{d}"
+                );
+                tokio::task::yield_now().await;
+            };
+            assert_eq!(d.tasks.len(), 1, "{flavour}:{d}");
+            assert_eq!(d.tasks[0].held.len(), 1, "{flavour}:{d}");
+            assert!(
+                !d.threads.iter().any(|t| t.held.iter().any(is_a)),
+                "{flavour}: a thread shows the task's lock:{d}"
+            );
+            assert!(
+                d.to_string().contains("lock held by task") && d.to_string().contains("dump_a"),
+                "{flavour}:{d}"
+            );
+            go_tx.send(()).expect("holder alive");
+            holder.await.expect("holder");
+            let d = lockdep::all_held_locks();
+            assert!(d.tasks.is_empty(), "{flavour}:{d}");
+        });
+        let r = take();
+        assert!(r.is_empty(), "{flavour}: {r:#?}");
+    }
+}

@@ -5,11 +5,12 @@ use std::fmt;
 use std::io;
 
 use crate::graph_lock::graph_lock;
-use crate::report::{self, build, ThreadLocks};
+use crate::report::{self, build, TaskLocks, ThreadLocks};
 use crate::thread;
 
-/// Every thread that held or waited for a lock when the dump was taken
-/// ([`all_held_locks`]). Its `Display` is the kernel's layout:
+/// Every thread that held or waited for a lock when the dump was taken, and every
+/// instrumented task that held async locks between polls ([`all_held_locks`]). Its `Display`
+/// is the kernel's layout (tasks after the threads):
 ///
 /// ```text
 /// Showing all locks held in the system:
@@ -28,6 +29,9 @@ pub struct AllLocks {
     /// One entry per thread that held or waited for a lock, in no particular order. Threads
     /// that hold nothing are left out.
     pub threads: Vec<ThreadLocks>,
+    /// One entry per instrumented async task that holds async locks between two of its polls
+    /// (no thread runs it, so no thread's entry shows them), in no particular order.
+    pub tasks: Vec<TaskLocks>,
 }
 
 impl AllLocks {
@@ -40,6 +44,14 @@ impl AllLocks {
             .filter(|t| t.held.iter().any(|l| l.instance == instance))
             .collect()
     }
+
+    /// The tasks that hold the async lock instance `instance` between polls.
+    pub fn tasks_holding(&self, instance: usize) -> Vec<&TaskLocks> {
+        self.tasks
+            .iter()
+            .filter(|t| t.held.iter().any(|l| l.instance == instance))
+            .collect()
+    }
 }
 
 impl fmt::Display for AllLocks {
@@ -48,12 +60,16 @@ impl fmt::Display for AllLocks {
         for t in &self.threads {
             write!(f, "{t}")?;
         }
+        for t in &self.tasks {
+            write!(f, "{t}")?;
+        }
         writeln!(f, "\n=============================================")
     }
 }
 
 /// Every thread's held locks (class, instance, mode and acquisition site) and the lock each
-/// one is blocked on, read from any thread (the kernel's `debug_show_all_locks()`).
+/// one is blocked on, read from any thread (the kernel's `debug_show_all_locks()`), and the
+/// async locks of every instrumented task that holds some between polls.
 ///
 /// Each thread's part is consistent (copied while its owner did not change it; the copy
 /// retries otherwise), but the threads are copied one after the other, so a lock that changes
@@ -62,12 +78,24 @@ impl fmt::Display for AllLocks {
 /// blocks on a lock the threads being dumped can hold.
 pub fn all_held_locks() -> AllLocks {
     let snaps = thread::snapshots();
-    let threads = if snaps.is_empty() {
-        Vec::new()
-    } else {
-        build::all_threads(&graph_lock().graph, &snaps)
-    };
-    AllLocks { threads }
+    let between_polls = crate::task::held_between_polls();
+    if snaps.is_empty() && between_polls.is_empty() {
+        return AllLocks {
+            threads: Vec::new(),
+            tasks: Vec::new(),
+        };
+    }
+    let g = graph_lock();
+    AllLocks {
+        threads: build::all_threads(&g.graph, &snaps),
+        tasks: between_polls
+            .iter()
+            .map(|(task, held)| TaskLocks {
+                task: *task,
+                held: held.iter().map(|h| build::lock(&g.graph, h)).collect(),
+            })
+            .collect(),
+    }
 }
 
 /// Writes [`all_held_locks`] to standard error (one write).

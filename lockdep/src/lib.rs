@@ -449,8 +449,8 @@ pub use report::{
     suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, Dependency,
     EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, MisuseSubject,
     Policy, Report, ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
-    SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TestScope, ThreadDesc,
-    ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
+    SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TaskLocks, TestScope,
+    ThreadDesc, ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,

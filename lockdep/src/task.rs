@@ -93,6 +93,8 @@ struct Saved {
     polling: bool,
     /// The buffer of a frame's `owned` between polls, kept so a poll allocates nothing.
     spare_owned: Vec<usize>,
+    /// The record is in [`LISTED`] (for the dump), or about to be.
+    listed: bool,
 }
 
 impl Saved {
@@ -123,6 +125,61 @@ struct Frame {
     prev_task: u64,
     /// The record's `held` buffer, empty during the poll; the lifted entries go in it.
     spare_held: Vec<HeldLock>,
+}
+
+/// The records of tasks that held async locks at the end of a poll: what the all-threads
+/// dump reads for the tasks no thread is polling. A record joins when a poll ends with
+/// locks held (once per holding spell, see `Saved::listed`); records that no longer hold
+/// anything, and records of dropped tasks, leave when the list is pruned (by a dump, and
+/// when it has doubled since the last pruning), so its length stays within twice the
+/// number of tasks holding async locks. Order of locks: this one, then a record's `saved`.
+static LISTED: Mutex<Listed> = Mutex::new(Listed {
+    records: Vec::new(),
+    prune_at: 64,
+});
+
+struct Listed {
+    records: Vec<std::sync::Weak<Record>>,
+    /// Prune when `records` reaches this length.
+    prune_at: usize,
+}
+
+impl Listed {
+    /// Keeps the live records that still hold locks or are being polled; the others leave
+    /// (their `listed` mark cleared, so that they join again when they next hold).
+    fn prune(&mut self) {
+        self.records.retain(|w| {
+            let Some(r) = w.upgrade() else {
+                return false;
+            };
+            let mut saved = r.saved();
+            let keep = saved.polling || !saved.held.is_empty();
+            saved.listed = keep;
+            keep
+        });
+        self.prune_at = (self.records.len() * 2).max(64);
+    }
+}
+
+fn listed() -> MutexGuard<'static, Listed> {
+    // A panic under this lock could only be a validator bug; the list stays usable.
+    LISTED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The async locks of every task that holds some between polls (no thread runs it now), as
+/// (task number, entries bottom first). For the all-threads dump; takes the task list's lock
+/// and each listed task's record lock in turn.
+pub(crate) fn held_between_polls() -> Vec<(u64, Vec<HeldLock>)> {
+    let mut list = listed();
+    list.prune();
+    list.records
+        .iter()
+        .filter_map(|w| {
+            let r = w.upgrade()?;
+            let saved = r.saved();
+            (!saved.polling && !saved.held.is_empty()).then(|| (r.id, saved.held.clone()))
+        })
+        .collect()
 }
 
 thread_local! {
@@ -302,13 +359,24 @@ impl PollScope<'_> {
         })
         .unwrap_or_default();
         lifted.reverse();
-        {
+        let join = {
             let mut saved = record.saved();
             saved.held = lifted;
             owned.clear();
             saved.spare_owned = owned;
             saved.apply_posted();
             saved.polling = false;
+            let join = !saved.held.is_empty() && !saved.listed;
+            saved.listed |= join;
+            join
+        };
+        // Not under the record's lock (the list's lock comes first).
+        if join {
+            let mut list = listed();
+            if list.records.len() >= list.prune_at {
+                list.prune();
+            }
+            list.records.push(Arc::downgrade(record));
         }
         polled::replace(frame.prev_task);
         if !reports.is_empty() {

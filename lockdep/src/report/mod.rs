@@ -38,5 +38,5 @@ pub use suppress::{
 pub(crate) use text::banner;
 pub use types::{
     AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    MisuseSubject, Report, ReportKind, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
+    MisuseSubject, Report, ReportKind, SameClass, TaskLocks, ThreadDesc, ThreadLocks, WaitingFor,
 };

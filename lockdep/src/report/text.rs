@@ -8,11 +8,11 @@
 use std::fmt;
 use std::panic::Location;
 
-use super::types::ThreadLocks;
 use super::types::{
     Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance, MisuseSubject,
     Report, SameClass, ThreadDesc,
 };
+use super::types::{TaskLocks, ThreadLocks};
 use crate::mode::Mode;
 use crate::site::{is_guard_drop, is_key_drop};
 
@@ -505,6 +505,23 @@ pub(crate) fn thread_locks(f: &mut fmt::Formatter<'_>, t: &ThreadLocks) -> fmt::
         lock_line(f, &w.lock)?;
     }
     Ok(())
+}
+
+impl fmt::Display for TaskLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = if self.held.len() == 1 { "" } else { "s" };
+        writeln!(
+            f,
+            "{} lock{s} held by task {} (between polls, on no thread):",
+            self.held.len(),
+            self.task
+        )?;
+        for (i, l) in self.held.iter().enumerate() {
+            write!(f, " #{i}: ")?;
+            lock_line(f, l)?;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for ThreadLocks {

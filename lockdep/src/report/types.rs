@@ -39,6 +39,18 @@ pub struct ThreadLocks {
     pub waiting: Option<WaitingFor>,
 }
 
+/// The async locks one task holds between two of its polls, while no thread runs it: an
+/// entry of the all-threads dump ([`all_held_locks`](crate::all_held_locks)). (During a poll
+/// they are on the polling thread's stack and show there.)
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskLocks {
+    /// The task's number ([`TaskContext::id`](crate::TaskContext::id), as reports print it).
+    pub task: u64,
+    /// The async locks it holds, bottom first.
+    pub held: Vec<LockDesc>,
+}
+
 /// A lock a thread is blocked on (a contended acquisition; its site is where it was called).
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
