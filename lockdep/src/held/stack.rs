@@ -1,8 +1,8 @@
 //! A thread's held-lock stack and the bookkeeping that must agree with it.
 //!
-//! Invariants, kept by the methods below and nowhere else: `top` is the chain key of the top
-//! entry (0 when empty); every entry's chain key is its own key over the entry below it
-//! (`HeldLock::chain_key_on`); `marks` is the sum of the entries' pin counts plus the number
+//! Invariants, kept by the methods below and nowhere else: every entry's chain key is its own
+//! key over the entry below it (`HeldLock::chain_key_on`), so the stack's chain key is the top
+//! entry's (0 when empty), read from its slot and kept nowhere else; `marks` is the sum of the entries' pin counts plus the number
 //! of entries marked `paired`; `nested` is the number of entries taken under a nest_lock.
 //!
 //! # One storage
@@ -52,9 +52,6 @@ pub(crate) struct ThreadState {
     /// shared record; kept by [`refresh_room`](Self::refresh_room) at the end of every slow
     /// path, so that one compare decides what took three tests.
     room: usize,
-    /// Chain key of the whole stack (the top entry's key, 0 when empty), kept apart so an
-    /// acquire does not have to load it through the stack.
-    top: u64,
     /// The record's depth word as this thread last stored it (see `Record::store_len`): the
     /// hot paths make the next word from it with no load of the record.
     len_word: u64,
@@ -164,7 +161,6 @@ impl ThreadState {
             room: 0,
             len_word: 0,
             own: Vec::new(),
-            top: 0,
             marks: 0,
             nested: 0,
             cache: LocalCache::new(),
@@ -373,10 +369,14 @@ impl ThreadState {
         self.entries().slots[i].load()
     }
 
-    /// The chain key of the current stack (0 when empty).
-    #[inline]
+    /// The chain key of the current stack (0 when empty): the top entry's. Not kept in a field
+    /// of its own, so that a pop stores only the depth (measured faster than keeping it).
+    #[inline(always)]
     pub fn top_key(&self) -> u64 {
-        self.top
+        match self.len {
+            0 => 0,
+            len => self.top_slot(len - 1).chain_key(),
+        }
     }
 
     /// Index of the topmost entry for this instance.
@@ -396,11 +396,9 @@ impl ThreadState {
     /// Prepares `entry` for a push onto the stack as it is now: computes its chain key.
     #[inline]
     pub fn next(&self, mut entry: HeldLock) -> Next {
-        entry.chain_key = entry.chain_key_on(self.top);
-        Next {
-            entry,
-            below: self.top,
-        }
+        let below = self.top_key();
+        entry.chain_key = entry.chain_key_on(below);
+        Next { entry, below }
     }
 
     /// Pushes an entry made by [`next`](Self::next) on this stack, unchanged since: claims
@@ -499,7 +497,6 @@ impl ThreadState {
         }
         self.len_word = record::pushed_word(self.len_word, len);
         r.store_len(self.len_word);
-        self.top = key;
         self.len = len + 1;
     }
 
@@ -512,14 +509,13 @@ impl ThreadState {
         unsafe { &*self.base.as_ptr().add(i) }
     }
 
-    /// The counters' and the top key's share of a push; returns the entry to store.
+    /// The counters' share of a push; returns the entry to store.
     #[inline(always)]
     fn account(&mut self, next: Next) -> HeldLock {
-        debug_assert_eq!(next.below, self.top, "the stack changed since `next`");
+        debug_assert_eq!(next.below, self.top_key(), "the stack changed since `next`");
         let Next { entry, .. } = next;
         self.nested += u32::from(entry.nest_lock != 0);
         self.marks += u32::from(entry.pin_count) + u32::from(entry.paired);
-        self.top = entry.chain_key;
         entry
     }
 
@@ -556,11 +552,6 @@ impl ThreadState {
     fn pop_top(&mut self) {
         let len = self.len - 1;
         self.len = len;
-        self.top = if len == 0 {
-            0
-        } else {
-            self.top_slot(len - 1).chain_key()
-        };
         if let Some(r) = self.record {
             self.len_word = record::popped_word(self.len_word, len);
             r.store_len(self.len_word);
@@ -707,7 +698,6 @@ impl ThreadState {
     /// Takes every entry off the stack (thread exit), leaving it empty.
     pub fn take_all(&mut self) -> Vec<HeldLock> {
         let all = self.entries().to_vec();
-        self.top = 0;
         self.marks = 0;
         self.nested = 0;
         self.len = 0;
@@ -726,7 +716,7 @@ impl ThreadState {
         self.pairs.clear();
     }
 
-    /// Recomputes the chain keys from entry `i` up, and the top key (shown fields unchanged).
+    /// Recomputes the chain keys from entry `i` up (shown fields unchanged).
     fn rekey(&mut self, i: usize) {
         let slots = &self.slots()[..self.len];
         let mut key = if i == 0 { 0 } else { slots[i - 1].chain_key() };
@@ -735,7 +725,6 @@ impl ThreadState {
             key = h.chain_key_on(key);
             s.set_chain_key(key);
         }
-        self.top = key;
     }
 }
 
