@@ -408,3 +408,81 @@ fn a_std_sync_condvar_sleeper_does_not_hold_the_mutex() {
     sleeper.join().unwrap();
     assert_reports!();
 }
+
+/// A thread blocked on a lock that a condvar sleeper kept while it waits: its chain ends at
+/// the sleeper, shown sleeping on the condvar (not blocked on its mutex), and the sleep
+/// itself is never reported.
+#[test]
+fn a_chain_ends_at_a_condvar_sleeper_holding_another_lock() {
+    let _h = start();
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    lockdep::set_watchdog_handler(Some(Arc::new(move |r: &WatchdogReport| {
+        let _ = tx.lock().unwrap().send(r.clone());
+    })));
+    lockdep::start_watchdog(THRESHOLD).unwrap();
+    let outer = Arc::new(Mutex::named(0u8, "cvs outer"));
+    let m = Arc::new(Mutex::named(false, "cvs inner"));
+    let cv = Arc::new(Condvar::new());
+    let cv_addr = std::ptr::from_ref(&*cv).addr();
+    let m_inst = std::ptr::from_ref(m.lock_map().unwrap()).addr();
+    let sleeper = {
+        let (outer, m, cv) = (Arc::clone(&outer), Arc::clone(&m), Arc::clone(&cv));
+        std::thread::Builder::new()
+            .name("cvs-outer-sleeper".into())
+            .spawn(move || {
+                let _o = outer.lock();
+                let mut g = m.lock();
+                cv.wait_while(&mut g, |go| !*go);
+            })
+            .unwrap()
+    };
+    dump_when(|d| sleepers(d, "cvs-outer-sleeper", cv_addr, m_inst) == 1);
+    let behind = {
+        let outer = Arc::clone(&outer);
+        std::thread::Builder::new()
+            .name("cvs-behind".into())
+            .spawn(move || drop(outer.lock()))
+            .unwrap()
+    };
+    match next_about(&rx, "cvs-") {
+        WatchdogReport::Hung(h) => {
+            let names: Vec<_> = h.chain.iter().map(|t| t.thread.name.as_str()).collect();
+            assert_eq!(names, ["cvs-behind", "cvs-outer-sleeper"], "{h}");
+            let s = &h.chain[1];
+            let held: Vec<_> = s.held.iter().map(|l| l.name).collect();
+            assert_eq!(held, [Some("cvs outer")], "{h}");
+            assert!(s.waiting.is_none(), "{h}");
+            assert_eq!(s.condvar.as_ref().unwrap().mutex.instance, m_inst);
+            let text = h.to_string();
+            assert!(
+                text.contains(&format!(
+                    "cvs-outer-sleeper/{} sleeps in a condvar wait on {cv_addr:#x}",
+                    s.thread.id
+                )),
+                "{text}"
+            );
+        }
+        other => panic!("expected a hung wait, got {other:#?}"),
+    }
+    assert!(lockdep::deadlocks_now().is_empty());
+    // Locking succeeds only once the sleeper is queued.
+    *m.lock() = true;
+    assert!(cv.notify_one());
+    sleeper.join().unwrap();
+    behind.join().unwrap();
+    lockdep::stop_watchdog();
+    lockdep::set_watchdog_handler(None);
+    let others: Vec<_> = rx
+        .try_iter()
+        .filter(|r| match r {
+            WatchdogReport::Hung(h) => h.chain[0].thread.name != "cvs-behind",
+            _ => true,
+        })
+        .collect();
+    assert!(
+        others.is_empty(),
+        "only the thread behind is reported: {others:#?}"
+    );
+    assert_reports!();
+}

@@ -270,7 +270,8 @@
 //! - **Cross-thread checks**: unregistering a [`DynamicKey`] while *any* thread holds a lock of
 //!   it ([`KeyMisuse::UnregisterWhileHeld`], naming the holders), and a lock destroyed while
 //!   another thread holds it ([`check_held_lock_freed`]); the holder's later operations see no
-//!   stale entry.
+//!   stale entry. A thread asleep in a condvar wait counts as holding the wait's mutex here
+//!   (its guard lives on and re-locks it), though the dump and the watchdog show it sleeping.
 //! - **Moving guards** ([`release_from`]): the entry of a lock released on another thread than
 //!   its acquirer leaves the acquirer's stack exactly.
 //! - **The hung-lock watchdog** ([`start_watchdog`], [`WATCHDOG_ENV`]) and [`deadlocks_now`]:

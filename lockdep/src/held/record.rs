@@ -713,3 +713,45 @@ impl Snapshot {
         (held, waiting)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> Identity {
+        Identity {
+            id: 0,
+            name: "record-test".to_owned(),
+            std_id: None,
+            os_tid: None,
+        }
+    }
+
+    #[test]
+    fn a_condvar_sleep_is_a_wait_of_its_own_kind() {
+        let r = claim(identity()).expect("a free record");
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        r.condvar_sleep(0x40, 0x80);
+        let sleep = r.snapshot(false).unwrap().wait.expect("the sleep is shown");
+        assert_eq!((sleep.instance, sleep.condvar), (0x40, 0x80));
+        assert_eq!(sleep.lock(), None, "a sleeper is blocked on no lock");
+        // Woken, the re-lock must wait: a lock wait, a new one.
+        r.wait_start(0x40);
+        let wait = r.snapshot(false).unwrap().wait.expect("the re-lock's wait");
+        assert_eq!((wait.instance, wait.condvar), (0x40, 0));
+        assert_eq!(wait.lock(), Some(0x40));
+        assert_eq!(wait.count, sleep.count + 1);
+        r.wait_done();
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        // A sleep that ends with the mutex owned at once: `wait_done` ends it.
+        r.condvar_sleep(0x40, 0x80);
+        r.wait_done();
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        // A new holding of the record starts with no wait, whatever the last one left.
+        r.condvar_sleep(0x40, 0x80);
+        r.give_back();
+        let r = claim(identity()).expect("a free record");
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        r.give_back();
+    }
+}
