@@ -4,7 +4,7 @@
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
-use crate::dep::CondDep;
+use crate::dep::{CondDep, Track};
 use crate::raw;
 pub use crate::raw::WaitTimeoutResult;
 use crate::MutexGuard;
@@ -23,7 +23,12 @@ use crate::MutexGuard;
 /// the thread sleeps, so the verdict is the same. After waking, the re-lock is announced like
 /// a blocking lock's (tried first; if the mutex is held, `lockdep::lock_contended`, block,
 /// `lockdep::lock_acquired`), so the watchdog and the dump see a re-lock stalled behind a
-/// holder. For that, while validation tracks the mutex, a notified waiter is woken rather than
+/// holder. While the thread sleeps (from just before it parks until it owns the mutex again
+/// or its re-lock's wait is announced), other threads see it as *not* holding the mutex but
+/// sleeping on this condvar (`lockdep::condvar_sleep`; the dump's `ThreadLocks::condvar`):
+/// parked workers of a pool do not show as holders of its queue's mutex, and the watchdog
+/// names the mutex's real holder. A lock reported freed while a thread sleeps on it leaves
+/// that thread's stack, and its guard then releases nothing. For that, while validation tracks the mutex, a notified waiter is woken rather than
 /// requeued onto the mutex (see [`raw::Condvar`]): a requeued thread would wait inside the
 /// parking lot, unseen. With
 /// lockdep's `Policy::Panic`, the panic happens before the thread waits; the guard then
@@ -84,16 +89,34 @@ impl Condvar {
         // Tracked, the waiter is woken rather than requeued onto the mutex, so that the
         // re-lock below is its own and announced like a blocking lock's wait.
         let tracked = track.is_held();
+        // Tracked, the map (always there with `validate`, which alone tracks): other threads
+        // see the re-lock's entry as not held from here until the mutex is owned again.
+        let sleep = dep.map().filter(|_| tracked);
+        if let Some(map) = sleep {
+            lockdep::condvar_sleep(map, std::ptr::from_ref(self).addr());
+        }
         // SAFETY: the guard holds `mutex`; it holds it again below, before the guard is used.
         let woken = unsafe { self.inner.park_released(mutex, deadline, !tracked) };
-        if !woken.relocked {
-            crate::generic::block(
-                dep,
-                *track,
-                site,
-                || lock_api::RawMutex::try_lock(mutex),
-                || lock_api::RawMutex::lock(mutex),
-            );
+        match sleep {
+            Some(map) => {
+                // The sleep ends when the mutex is owned (or the re-lock's wait is announced,
+                // `lock_contended`, which ends it too). If another thread's check took the
+                // entry off meanwhile (the lock was reported freed), the guard has nothing
+                // to release any more.
+                let still_held = if woken.relocked || lock_api::RawMutex::try_lock(mutex) {
+                    lockdep::condvar_woken(map)
+                } else {
+                    dep.contended(site);
+                    lock_api::RawMutex::lock(mutex);
+                    dep.acquired();
+                    lockdep::is_held(map)
+                };
+                if !still_held {
+                    *track = Track::NONE;
+                }
+            }
+            None if woken.relocked => {}
+            None => lock_api::RawMutex::lock(mutex),
         }
         woken.result
     }

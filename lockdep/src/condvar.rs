@@ -95,3 +95,55 @@ pub fn condvar_notify(cv: &CondvarMap, site: &'static Location<'static>) {
         validate::depend_on_held(&cv.map, site);
     }
 }
+
+/// A condvar wait is about to sleep: call it after the wait released `mutex` ([`release`])
+/// and validated its re-acquisition ([`acquire`], not trylock), just before the thread parks;
+/// `condvar` is the condvar's address (not 0). Until [`condvar_woken`] (the thread owns the
+/// mutex again) or [`lock_contended`] (its re-lock must wait), other threads see the re-lock's
+/// entry as *not held*: the dump ([`all_held_locks`]) shows the thread sleeping on the condvar
+/// ([`ThreadLocks::condvar`]), the watchdog and [`deadlocks_now`] neither count it as the
+/// mutex's holder nor judge its sleep (it waits for a notification). The cross-thread checks
+/// still see the entry: the wait's guard lives on and re-locks the mutex, so a key
+/// unregistered or a lock freed meanwhile is reported.
+///
+/// Independent of condvar tracking ([`set_condvar_tracking`]). Cost: one write section of the
+/// thread's shared record; nothing if the thread has none. Thread-safe (it concerns the
+/// calling thread only).
+///
+/// [`release`]: crate::release
+/// [`acquire`]: crate::acquire
+/// [`lock_contended`]: crate::lock_contended
+/// [`all_held_locks`]: crate::all_held_locks
+/// [`ThreadLocks::condvar`]: crate::ThreadLocks::condvar
+/// [`deadlocks_now`]: crate::deadlocks_now
+pub fn condvar_sleep(mutex: &LockMap, condvar: usize) {
+    if condvar == 0 {
+        // No condvar to name: the sleep stays unannounced (the entry reads as held).
+        return;
+    }
+    thread::with_state(|st| {
+        if let Some(r) = st.record() {
+            r.condvar_sleep(mutex.instance(), condvar);
+        }
+    });
+}
+
+/// The sleep [`condvar_sleep`] announced is over and the thread owns `mutex` again (its
+/// re-lock did not wait; a re-lock that waited is announced with [`lock_contended`] and
+/// [`lock_acquired`] instead, which end the sleep too). Returns whether the thread still has
+/// its entry of `mutex`: `false` if another thread's check took it off meanwhile (the lock
+/// was reported freed, [`check_held_lock_freed`]); the wait's guard then must not release
+/// it. Thread-safe (the calling thread only).
+///
+/// [`lock_contended`]: crate::lock_contended
+/// [`lock_acquired`]: crate::lock_acquired
+/// [`check_held_lock_freed`]: crate::check_held_lock_freed
+pub fn condvar_woken(mutex: &LockMap) -> bool {
+    thread::with_state(|st| {
+        if let Some(r) = st.record() {
+            r.wait_done();
+        }
+        st.find(mutex.instance()).is_some()
+    })
+    .unwrap_or(true)
+}

@@ -20,9 +20,15 @@ use crate::thread;
 /// 1 lock held by auditor/4:
 ///  #0: 0x55d0c2a0 (audit log), at: src/audit.rs:12:5
 ///  blocked for 2.001s on: 0x55d0c1a0 (accounts), at: src/audit.rs:13:5
+/// no locks held by pool-worker/5.
+///  sleeping for 9.250s on condvar 0x55d0c400, to re-lock: 0x55d0c3c0 (jobs), at: src/pool.rs:30:16
 ///
 /// =============================================
 /// ```
+///
+/// A thread asleep in a condvar wait released the wait's mutex: it is not among the mutex's
+/// holders, and its [`ThreadLocks::condvar`] names the condvar and the mutex (the site is the
+/// wait's call) instead.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AllLocks {
@@ -35,7 +41,8 @@ pub struct AllLocks {
 }
 
 impl AllLocks {
-    /// The threads that hold the lock instance `instance` (its [`LockDesc::instance`]).
+    /// The threads that hold the lock instance `instance` (its [`LockDesc::instance`]); not
+    /// the threads asleep in a condvar wait that will re-lock it.
     ///
     /// [`LockDesc::instance`]: crate::LockDesc::instance
     pub fn holders_of(&self, instance: usize) -> Vec<&ThreadLocks> {
@@ -68,8 +75,9 @@ impl fmt::Display for AllLocks {
 }
 
 /// Every thread's held locks (class, instance, mode and acquisition site) and the lock each
-/// one is blocked on, read from any thread (the kernel's `debug_show_all_locks()`), and the
-/// async locks of every instrumented task that holds some between polls.
+/// one is blocked on (or the condvar wait it sleeps in), read from any thread (the kernel's
+/// `debug_show_all_locks()`), and the async locks of every instrumented task that holds some
+/// between polls.
 ///
 /// Each thread's part is consistent (copied while its owner did not change it; the copy
 /// retries otherwise), but the threads are copied one after the other, so a lock that changes

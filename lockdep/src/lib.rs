@@ -16,7 +16,7 @@
 //! | a blocking lock that gave up (timeout, error) | [`release`]`(map, site)` |
 //! | unlock by an explicit call | [`release`]`(map, site)`, in any order |
 //! | unlock by guard drop | [`release_guard`]`(map)` (or [`release`] with [`guard_drop_site`]), in any order |
-//! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking; with condvar tracking, [`condvar_wait`] in between and [`condvar_notify`] on notify |
+//! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking; with condvar tracking, [`condvar_wait`] in between and [`condvar_notify`] on notify; [`condvar_sleep`] just before parking and [`condvar_woken`] once the mutex is re-locked without waiting (a re-lock that waits: [`lock_contended`], [`lock_acquired`]), so that other threads see the sleeper as not holding the mutex |
 //! | write guard downgraded to read (or to upgradable) | [`set_held_mode`]`(map, Mode::Read)` (`Mode::Upgradable`) |
 //! | blocking upgrade of an upgradable read | [`upgrade`]`(map, site)` **before** it may block |
 //! | successful `try_upgrade` | [`set_held_mode`]`(map, Mode::Exclusive)` |
@@ -264,12 +264,14 @@
 //! On the records:
 //!
 //! - **The all-threads dump** ([`all_held_locks`], [`show_all_locks`], [`dump_on_signal`]): every
-//!   thread's held locks with class, instance, mode and site, and the lock it waits for; text in
+//!   thread's held locks with class, instance, mode and site, and the lock it waits for (or the
+//!   condvar wait it sleeps in, [`ThreadLocks::condvar`], whose mutex it does not hold); text in
 //!   the layout of the kernel's `debug_show_all_locks()`.
 //! - **Cross-thread checks**: unregistering a [`DynamicKey`] while *any* thread holds a lock of
 //!   it ([`KeyMisuse::UnregisterWhileHeld`], naming the holders), and a lock destroyed while
 //!   another thread holds it ([`check_held_lock_freed`]); the holder's later operations see no
-//!   stale entry.
+//!   stale entry. A thread asleep in a condvar wait counts as holding the wait's mutex here
+//!   (its guard lives on and re-locks it), though the dump and the watchdog show it sleeping.
 //! - **Moving guards** ([`release_from`]): the entry of a lock released on another thread than
 //!   its acquirer leaves the acquirer's stack exactly.
 //! - **The hung-lock watchdog** ([`start_watchdog`], [`WATCHDOG_ENV`]) and [`deadlocks_now`]:
@@ -427,7 +429,9 @@ pub use annotate::{
     held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, DetachedLock,
 };
 pub use class::ClassId;
-pub use condvar::{condvar_notify, condvar_wait, set_condvar_tracking, CondvarMap};
+pub use condvar::{
+    condvar_notify, condvar_sleep, condvar_wait, condvar_woken, set_condvar_tracking, CondvarMap,
+};
 pub use dump::{all_held_locks, dump_on_signal, show_all_locks, AllLocks};
 pub use graph::Trace;
 pub use held::Holder;
@@ -446,11 +450,11 @@ pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
 pub use report::{
     load_suppressions, print_summary, set_policy, stale_suppressions, summary, suppress,
-    suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, Dependency,
-    EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance, MisuseSubject,
-    Policy, Report, ReportKind, SameClass, ScopeHandle, Summary, Suppression, SuppressionError,
-    SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin, TaskLocks, TestScope,
-    ThreadDesc, ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
+    suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, CondvarWait,
+    Dependency, EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance,
+    MisuseSubject, Policy, Report, ReportKind, SameClass, ScopeHandle, Summary, Suppression,
+    SuppressionError, SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin,
+    TaskLocks, TestScope, ThreadDesc, ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
 pub use settings::{
     set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,

@@ -28,7 +28,11 @@
 //!   the instance under the mailbox mutex and raises a flag; the owner applies the mail the
 //!   next time it touches its stack (one relaxed load of a flag on its own line).
 //! - **The wait**: while the owner blocks on a contended lock, the header names the entry it
-//!   waits for and since when; the watchdog and the dump read it like the slots.
+//!   waits for and since when; the watchdog and the dump read it like the slots. While the
+//!   owner sleeps in a condvar wait, the same fields name the entry of the mutex it released
+//!   (on the stack still, validated for the re-lock, but not held) and the record also names
+//!   the condvar: a distinct state, "sleeping on a condvar to re-lock this mutex", which the
+//!   dump shows as such and the watchdog neither follows nor judges.
 //! - **Async tasks, later**: nothing here is tied to an OS thread but the claim. A task that
 //!   holds locks across polls will own a record of its own, and the thread-local "current
 //!   record" that the stack operations write to will be swapped by the task's future around
@@ -120,6 +124,11 @@ pub(crate) struct Record {
     array: AtomicPtr<Array>,
     mail: Mutex<Vec<Mail>>,
     identity: Mutex<Option<Identity>>,
+    /// The address of the condvar the owner sleeps on while its wait is a condvar wait's
+    /// sleep (`wait_instance` is then the mutex it will re-lock), 0 otherwise (a lock wait,
+    /// or none). Written with the wait fields, in their write sections; off the owner's line,
+    /// as only the condvar path writes it.
+    wait_condvar: AtomicUsize,
 }
 
 /// A token for one holding of a held-lock record (one thread's, from its first acquisition to
@@ -189,6 +198,7 @@ fn fork_child() {
             // Relaxed: the child has one thread.
             r.len.store(0, Ordering::Relaxed);
             r.wait_instance.store(0, Ordering::Relaxed);
+            r.wait_condvar.store(0, Ordering::Relaxed);
             // Release: as in `give_back`; the record is never handed out again.
             r.generation.fetch_add(1, Ordering::Release);
         }
@@ -286,6 +296,7 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
                 array: AtomicPtr::new(std::ptr::from_ref(Array::leak(FIRST_SLOTS)).cast_mut()),
                 mail: Mutex::new(Vec::new()),
                 identity: Mutex::new(None),
+                wait_condvar: AtomicUsize::new(0),
             }));
             // Release: publishes the record's fields to readers of the table.
             TABLE[i].store(std::ptr::from_ref(r).cast_mut(), Ordering::Release);
@@ -300,6 +311,7 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
     // here; readers check the generation again after reading the identity under its mutex.
     r.len.store(0, Ordering::Relaxed);
     r.wait_instance.store(0, Ordering::Relaxed);
+    r.wait_condvar.store(0, Ordering::Relaxed);
     // Relaxed: as above; the STAT bit stays as `set_stat_all` left it.
     r.unusual.fetch_and(!MAIL, Ordering::Relaxed);
     // Release: a reader that sees the odd generation sees the reset fields above.
@@ -433,23 +445,45 @@ impl Record {
         self.len.store(w, Ordering::Relaxed);
     }
 
-    /// The owner starts waiting for its entry of `instance` (a contended acquisition).
+    /// The owner starts waiting for its entry of `instance` (a contended acquisition; also
+    /// the re-lock of a condvar wait, which ends the sleep [`condvar_sleep`] began).
+    ///
+    /// [`condvar_sleep`]: Self::condvar_sleep
     pub(crate) fn wait_start(&self, instance: usize) {
+        self.wait_begin(instance, 0);
+    }
+
+    /// The owner is about to sleep in a condvar wait on the condvar at address `condvar`
+    /// (not 0), having released the mutex whose entry (of `instance`) stays on its stack for
+    /// the re-lock: readers see that entry as not held, and the owner as sleeping on the
+    /// condvar, until [`wait_start`](Self::wait_start) (the re-lock must wait) or
+    /// [`wait_done`](Self::wait_done) (it owns the mutex again).
+    pub(crate) fn condvar_sleep(&self, instance: usize, condvar: usize) {
+        debug_assert_ne!(condvar, 0);
+        self.wait_begin(instance, condvar);
+    }
+
+    /// A new wait (see [`Wait`]): one write section.
+    fn wait_begin(&self, instance: usize, condvar: usize) {
         let even = self.begin();
         // Relaxed: inside the write section.
         self.wait_since.store(now_ns(), Ordering::Relaxed);
         self.wait_instance.store(instance, Ordering::Relaxed);
+        self.wait_condvar.store(condvar, Ordering::Relaxed);
         self.wait_count.fetch_add(1, Ordering::Relaxed);
         self.end(even);
     }
 
-    /// The owner stopped waiting (it has the lock, or gave up).
+    /// The owner stopped waiting (it has the lock, or gave up) or sleeping (it owns the
+    /// condvar's mutex again).
     pub(crate) fn wait_done(&self) {
-        // Relaxed: the owner's own field; it is the only writer.
+        // Relaxed: the owner's own field; it is the only writer. A condvar sleep has an
+        // instance too, so this one test covers both kinds of wait.
         if self.wait_instance.load(Ordering::Relaxed) != 0 {
             let even = self.begin();
             // Relaxed: inside the write section.
             self.wait_instance.store(0, Ordering::Relaxed);
+            self.wait_condvar.store(0, Ordering::Relaxed);
             self.end(even);
         }
     }
@@ -534,6 +568,7 @@ impl Record {
             let waiting = self.wait_instance.load(Ordering::Relaxed);
             let since = self.wait_since.load(Ordering::Relaxed);
             let count = self.wait_count.load(Ordering::Relaxed);
+            let condvar = self.wait_condvar.load(Ordering::Relaxed);
             // Acquire fence, then Relaxed: the counter's second load is ordered after the
             // slot loads (the seqlock reader's rule).
             fence(Ordering::Acquire);
@@ -546,6 +581,7 @@ impl Record {
                     instance: waiting,
                     since_ns: since,
                     count,
+                    condvar,
                 });
                 return Some(Snapshot {
                     holder: Holder::new(self.index, generation),
@@ -595,13 +631,25 @@ fn backoff(attempt: u32) {
     }
 }
 
-/// The owner's wait, as a reader saw it.
+/// The owner's wait, as a reader saw it: a lock wait (it blocks on the lock `instance`,
+/// whose holder it waits for) or a condvar wait's sleep (it released the mutex `instance`
+/// and waits for a notification on `condvar`; the mutex is not held by it meanwhile).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Wait {
     pub instance: usize,
     pub since_ns: u64,
     /// The owner's wait number (a new wait has a new one).
     pub count: u64,
+    /// The condvar's address for a condvar wait's sleep, 0 for a lock wait.
+    pub condvar: usize,
+}
+
+impl Wait {
+    /// The lock the owner is blocked on, waiting for its holder: `None` while it sleeps in a
+    /// condvar wait (it waits for a notification, which no lock's holder owes it).
+    pub(crate) fn lock(&self) -> Option<usize> {
+        (self.condvar == 0).then_some(self.instance)
+    }
 }
 
 /// A consistent copy of one record.
@@ -654,7 +702,8 @@ impl Snapshot {
         })
     }
 
-    /// The entries the owner holds (the one it waits for left out) and the one it waits for.
+    /// The entries the owner holds (the one it waits for left out) and the one it waits for
+    /// (or, in a condvar wait's sleep, the mutex it released and will re-lock).
     pub(crate) fn split(&self) -> (Vec<SharedEntry>, Option<SharedEntry>) {
         let mut held: Vec<SharedEntry> = self.entries().collect();
         let waiting = self.wait.and_then(|w| {
@@ -662,5 +711,47 @@ impl Snapshot {
             Some(held.remove(i))
         });
         (held, waiting)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> Identity {
+        Identity {
+            id: 0,
+            name: "record-test".to_owned(),
+            std_id: None,
+            os_tid: None,
+        }
+    }
+
+    #[test]
+    fn a_condvar_sleep_is_a_wait_of_its_own_kind() {
+        let r = claim(identity()).expect("a free record");
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        r.condvar_sleep(0x40, 0x80);
+        let sleep = r.snapshot(false).unwrap().wait.expect("the sleep is shown");
+        assert_eq!((sleep.instance, sleep.condvar), (0x40, 0x80));
+        assert_eq!(sleep.lock(), None, "a sleeper is blocked on no lock");
+        // Woken, the re-lock must wait: a lock wait, a new one.
+        r.wait_start(0x40);
+        let wait = r.snapshot(false).unwrap().wait.expect("the re-lock's wait");
+        assert_eq!((wait.instance, wait.condvar), (0x40, 0));
+        assert_eq!(wait.lock(), Some(0x40));
+        assert_eq!(wait.count, sleep.count + 1);
+        r.wait_done();
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        // A sleep that ends with the mutex owned at once: `wait_done` ends it.
+        r.condvar_sleep(0x40, 0x80);
+        r.wait_done();
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        // A new holding of the record starts with no wait, whatever the last one left.
+        r.condvar_sleep(0x40, 0x80);
+        r.give_back();
+        let r = claim(identity()).expect("a free record");
+        assert_eq!(r.snapshot(false).unwrap().wait, None);
+        r.give_back();
     }
 }

@@ -8,8 +8,8 @@
 use std::panic::Location;
 
 use super::types::{
-    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    MisuseSubject, Report, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
+    AssertKind, Capacity, CircularDependency, CondvarWait, Dependency, KeyMisuse, LockDesc,
+    LockInstance, MisuseSubject, Report, SameClass, ThreadDesc, ThreadLocks, WaitingFor,
 };
 use crate::class::{ClassId, KeyRef};
 use crate::current_task;
@@ -415,6 +415,28 @@ pub(crate) fn shared_lock(g: &Graph, e: &SharedEntry) -> LockDesc {
 pub(crate) fn thread_locks(g: &Graph, snap: &Snapshot, now_ns: u64) -> Option<ThreadLocks> {
     let id = snap.identity()?;
     let (held, waiting) = snap.split();
+    let since = std::time::Duration::from_nanos(
+        now_ns.saturating_sub(snap.wait.map_or(now_ns, |w| w.since_ns)),
+    );
+    let condvar = snap.wait.map_or(0, |w| w.condvar);
+    let (waiting, condvar) = match waiting {
+        None => (None, None),
+        Some(e) if condvar == 0 => (
+            Some(WaitingFor {
+                lock: shared_lock(g, &e),
+                waited: since,
+            }),
+            None,
+        ),
+        Some(e) => (
+            None,
+            Some(CondvarWait {
+                condvar,
+                mutex: shared_lock(g, &e),
+                slept: since,
+            }),
+        ),
+    };
     Some(ThreadLocks {
         thread: ThreadDesc {
             name: id.name,
@@ -424,12 +446,8 @@ pub(crate) fn thread_locks(g: &Graph, snap: &Snapshot, now_ns: u64) -> Option<Th
         os_tid: id.os_tid,
         std_id: id.std_id,
         held: held.iter().map(|e| shared_lock(g, e)).collect(),
-        waiting: waiting.map(|e| WaitingFor {
-            lock: shared_lock(g, &e),
-            waited: std::time::Duration::from_nanos(
-                now_ns.saturating_sub(snap.wait.map_or(now_ns, |w| w.since_ns)),
-            ),
-        }),
+        waiting,
+        condvar,
     })
 }
 

@@ -37,6 +37,7 @@ pub use suppress::{
 };
 pub(crate) use text::banner;
 pub use types::{
-    AssertKind, Capacity, CircularDependency, Dependency, KeyMisuse, LockDesc, LockInstance,
-    MisuseSubject, Report, ReportKind, SameClass, TaskLocks, ThreadDesc, ThreadLocks, WaitingFor,
+    AssertKind, Capacity, CircularDependency, CondvarWait, Dependency, KeyMisuse, LockDesc,
+    LockInstance, MisuseSubject, Report, ReportKind, SameClass, TaskLocks, ThreadDesc, ThreadLocks,
+    WaitingFor,
 };

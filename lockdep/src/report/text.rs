@@ -422,7 +422,7 @@ impl fmt::Display for Report {
                 }
                 for t in held_by {
                     writeln!(f)?;
-                    held_block(f, &t.thread, &t.held)?;
+                    thread_locks(f, t)?;
                 }
                 Ok(())
             }
@@ -497,12 +497,22 @@ impl fmt::Display for Report {
 }
 
 /// One thread of an all-threads dump, in the layout of the kernel's `debug_show_all_locks()`:
-/// `2 locks held by name/id:` with a `#i:` line per lock, then the lock it is blocked on.
+/// `2 locks held by name/id:` with a `#i:` line per lock, then the lock it is blocked on, or
+/// the condvar wait it sleeps in and the mutex that wait will re-lock.
 pub(crate) fn thread_locks(f: &mut fmt::Formatter<'_>, t: &ThreadLocks) -> fmt::Result {
     held_block(f, &t.thread, &t.held)?;
     if let Some(w) = &t.waiting {
         write!(f, " blocked for {:.3}s on: ", w.waited.as_secs_f64())?;
         lock_line(f, &w.lock)?;
+    }
+    if let Some(c) = &t.condvar {
+        write!(
+            f,
+            " sleeping for {:.3}s on condvar {:#x}, to re-lock: ",
+            c.slept.as_secs_f64(),
+            c.condvar
+        )?;
+        lock_line(f, &c.mutex)?;
     }
     Ok(())
 }

@@ -33,10 +33,33 @@ pub struct ThreadLocks {
     pub os_tid: Option<u64>,
     /// The thread's `std` id, if it could be read when the thread first took a lock.
     pub std_id: Option<std::thread::ThreadId>,
-    /// The locks it holds, bottom first (the one it waits for is not among them).
+    /// The locks it holds, bottom first (the one it waits for is not among them, nor the
+    /// mutex of a condvar wait it sleeps in).
     pub held: Vec<LockDesc>,
-    /// The lock it is blocked on, if any.
+    /// The lock it is blocked on, if any: a lock whose holder it waits for (a condvar wait's
+    /// sleep is not one, see [`condvar`](Self::condvar)).
     pub waiting: Option<WaitingFor>,
+    /// The condvar wait it sleeps in, if any: it released the wait's mutex and waits for a
+    /// notification (or a timeout), so the mutex is not among `held` and `waiting` is `None`.
+    /// Once woken, its re-lock of the mutex is an ordinary [`waiting`](Self::waiting) if the
+    /// mutex is taken.
+    pub condvar: Option<CondvarWait>,
+}
+
+/// A condvar wait a thread sleeps in, as another thread saw it: the thread released `mutex`
+/// and waits for a notification on the condvar. Its guard of the mutex still exists (the
+/// wait re-locks the mutex before it returns), so the validator keeps the re-lock's entry
+/// (validated when the wait started) and shows it here, not as held.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CondvarWait {
+    /// The condvar's address (the lock wrapper's condvar object; instrumented-locks passes
+    /// its `Condvar`'s).
+    pub condvar: usize,
+    /// The mutex the wait will re-lock; its `site` is where the wait was called.
+    pub mutex: LockDesc,
+    /// How long the thread had been sleeping when it was seen.
+    pub slept: std::time::Duration,
 }
 
 /// The async locks one task holds between two of its polls, while no thread runs it: an
@@ -313,7 +336,10 @@ pub enum Report {
         /// was registered at all); `None` for a lock map's misuse.
         registered_at: Option<&'static Location<'static>>,
         /// For [`KeyMisuse::UnregisterWhileHeld`]: every thread that held locks of the key,
-        /// with those locks (the calling thread included, if it held any). Empty otherwise.
+        /// with those locks (the calling thread included, if it held any), or slept in a
+        /// condvar wait that will re-lock one ([`ThreadLocks::condvar`]; its guard lives on).
+        /// A thread's `waiting` and `condvar` are kept only if they concern the key. Empty
+        /// otherwise.
         held_by: Vec<ThreadLocks>,
     },
     /// A lock annotation did not hold (kernel: `lockdep_assert_held()` and friends).

@@ -7,7 +7,7 @@ use super::local::{current_thread, with_state};
 use crate::class::KeyRef;
 use crate::graph::Graph;
 use crate::graph_lock::graph_lock;
-use crate::held::record::{self, Holder, Mail, Snapshot};
+use crate::held::record::{self, Holder, Mail, SharedEntry, Snapshot};
 use crate::report::{self, build, ThreadLocks};
 
 /// Copies of every record that holds or waits for a lock (the caller's included).
@@ -28,7 +28,8 @@ pub(crate) fn holding_snapshots() -> Vec<Snapshot> {
     snaps
 }
 
-/// Every thread whose copy in `snaps` holds locks of `key`, with those locks, decided with the
+/// Every thread whose copy in `snaps` holds locks of `key` (or sleeps in a condvar wait that
+/// will re-lock one), with those locks, decided with the
 /// graph `g` (held by the caller, who zaps the key's classes next under the same lock). Only
 /// the matching copies are turned into descriptions: an unregister with the usual traffic
 /// (other threads holding locks of other keys) builds nothing.
@@ -41,21 +42,38 @@ pub(crate) fn key_holders(g: &Graph, snaps: &[Snapshot], key: KeyRef) -> Vec<Thr
         .filter_map(|s| {
             let mut t = build::thread_locks(g, s, now)?;
             t.held.retain(|l| l.key == Some(key));
-            (!t.held.is_empty()).then_some(t)
+            t.waiting = t.waiting.filter(|w| w.lock.key == Some(key));
+            // A thread asleep in a condvar wait on a lock of the key counts: its guard lives
+            // on and re-locks the lock when the wait ends.
+            t.condvar = t.condvar.filter(|c| c.mutex.key == Some(key));
+            (!t.held.is_empty() || t.condvar.is_some()).then_some(t)
         })
         .collect()
 }
 
-/// Reports every lock in `[lo, hi)` that a thread other than the caller holds, and asks
-/// those threads to forget it (their later operations see no stale entry).
+/// The entries of copy `s` that count as held for the cross-thread checks: those it holds,
+/// and the mutex of a condvar wait it sleeps in (released, but its guard lives on and
+/// re-locks it when the wait ends). Not a lock it is blocked on.
+fn guarded(s: &Snapshot) -> Vec<SharedEntry> {
+    let (mut held, waiting) = s.split();
+    if s.wait.is_some_and(|w| w.lock().is_none()) {
+        held.extend(waiting);
+    }
+    held
+}
+
+/// Reports every lock in `[lo, hi)` that a thread other than the caller holds (or will
+/// re-lock when the condvar wait it sleeps in ends), and asks those threads to forget it
+/// (their later operations see no stale entry).
 pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
     let me = current_holder();
     let snaps: Vec<Snapshot> = snapshots()
         .into_iter()
         .filter(|s| Some(s.holder) != me)
         .filter(|s| {
-            let (held, _) = s.split();
-            held.iter().any(|e| e.instance >= lo && e.instance < hi)
+            guarded(s)
+                .iter()
+                .any(|e| e.instance >= lo && e.instance < hi)
         })
         .collect();
     if snaps.is_empty() {
@@ -70,11 +88,9 @@ pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
             let Some(mut t) = build::thread_locks(&g.graph, s, now) else {
                 continue;
             };
-            let (held, _) = s.split();
-            let freed: Vec<_> = held
-                .iter()
+            let freed: Vec<_> = guarded(s)
+                .into_iter()
                 .filter(|e| e.instance >= lo && e.instance < hi)
-                .copied()
                 .collect();
             t.held.retain(|l| l.instance < lo || l.instance >= hi);
             for e in &freed {

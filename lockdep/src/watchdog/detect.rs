@@ -21,7 +21,8 @@ pub(crate) enum Chain {
 /// The wait-for edges among copies of the records.
 pub(crate) struct WaitFor<'a> {
     snaps: &'a [Snapshot],
-    /// Per copy: the instances it holds (the one it waits for left out).
+    /// Per copy: the instances it holds (the one it waits for, or the mutex of the condvar
+    /// wait it sleeps in, left out).
     held: Vec<Vec<usize>>,
 }
 
@@ -34,9 +35,12 @@ impl<'a> WaitFor<'a> {
         WaitFor { snaps, held }
     }
 
-    /// The instance copy `i` waits for.
+    /// The instance copy `i` waits for. Not the mutex of a condvar wait it sleeps in: that
+    /// thread waits for a notification, not for the mutex's holder (an edge to the holder
+    /// would be false, and one to the sleeper, from a thread that waits for the mutex, too:
+    /// the sleeper's copy does not count the mutex among its held locks).
     pub(crate) fn waits_for(&self, i: usize) -> Option<usize> {
-        self.snaps[i].wait.map(|w| w.instance)
+        self.snaps[i].wait.and_then(|w| w.lock())
     }
 
     /// The first other copy that holds `instance` (a shared lock may have several holders;
@@ -84,9 +88,14 @@ impl<'a> WaitFor<'a> {
         out
     }
 
-    /// The holding and wait number of copy `i` (what stays the same while it stays blocked).
+    /// The holding and lock-wait number of copy `i` (what stays the same while it stays
+    /// blocked; no number while it sleeps in a condvar wait, which is not blocked on a lock).
     pub(crate) fn wait_id(&self, i: usize) -> (Holder, Option<u64>) {
-        (self.snaps[i].holder, self.snaps[i].wait.map(|w| w.count))
+        let s = &self.snaps[i];
+        (
+            s.holder,
+            s.wait.filter(|w| w.lock().is_some()).map(|w| w.count),
+        )
     }
 }
 

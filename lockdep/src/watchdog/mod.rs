@@ -12,6 +12,10 @@
 //! - [`detect`]: the wait-for graph of one moment and the chains and cycles in it.
 //! - [`types`]: the reports and their text.
 //!
+//! A thread asleep in a condvar wait is in no chain as a waiter (it waits for a notification,
+//! not for a lock's holder) nor as the holder of the wait's mutex (it released it); it may end
+//! a chain as the holder of another lock it kept while waiting.
+//!
 //! Off by default, and then there is no thread. [`start_watchdog`] (or the environment
 //! variable [`WATCHDOG_ENV`], read at the first contended acquisition) starts one thread that
 //! copies the records every quarter of the threshold (at least every millisecond, at most
@@ -214,7 +218,11 @@ fn check(seen: &mut HashMap<(Holder, u64), Seen>, threshold: Duration) -> Vec<Wa
     let mut live = Vec::new();
     let mut due: Vec<(usize, Chain)> = Vec::new();
     for (i, s) in snaps.iter().enumerate() {
-        let Some(w) = s.wait else { continue };
+        // A condvar wait's sleep is not a hung lock wait: it waits for a notification, which
+        // the watchdog cannot judge. Once woken, its re-lock is a lock wait like any other.
+        let Some(w) = s.wait.filter(|w| w.lock().is_some()) else {
+            continue;
+        };
         let key = (s.holder, w.count);
         live.push(key);
         let chain = wf.chain(i);

@@ -38,7 +38,8 @@ pub struct Deadlock {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HungWait {
     /// The blocked thread first; each waits for a lock the next one holds. The last one is
-    /// not blocked on a tracked lock (it may compute, sleep, or wait for something else).
+    /// not blocked on a tracked lock (it may compute, sleep, sleep in a condvar wait, see its
+    /// [`condvar`](crate::ThreadLocks::condvar), or wait for something else).
     pub chain: Vec<ThreadLocks>,
     /// How long the chain had made no progress (no thread of it took, released or waited for
     /// a lock anew) when it was reported.
@@ -120,11 +121,18 @@ impl fmt::Display for HungWait {
         }
         edges(f, &self.chain, false)?;
         if let Some(last) = self.chain.last().filter(|_| self.chain.len() > 1) {
-            writeln!(
-                f,
-                "{}/{} is not blocked on a tracked lock.",
-                last.thread.name, last.thread.id
-            )?;
+            match &last.condvar {
+                Some(c) => writeln!(
+                    f,
+                    "{}/{} sleeps in a condvar wait on {:#x} (it waits for a notification).",
+                    last.thread.name, last.thread.id, c.condvar
+                )?,
+                None => writeln!(
+                    f,
+                    "{}/{} is not blocked on a tracked lock.",
+                    last.thread.name, last.thread.id
+                )?,
+            }
         }
         for t in &self.chain {
             writeln!(f)?;
