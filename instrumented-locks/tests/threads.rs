@@ -335,3 +335,54 @@ fn lock_stat_reset_while_a_lock_is_held_forgets_the_counts_and_keeps_the_holding
     assert_eq!((os.acquisitions, os.hold.count), (1, 1));
     assert_reports!();
 }
+
+/// A condvar wait's sleep is no part of the mutex's hold time: of three holds (the waiter's
+/// before its wait, the notifier's long one while the waiter sleeps, the waiter's after it),
+/// only the notifier's is long, so the median is short.
+#[test]
+fn lock_stat_leaves_a_condvar_sleep_out_of_the_hold_time() {
+    let _h = start();
+    lockdep::reset_lock_stat();
+    lockdep::set_lock_stat(true);
+    let pair = Arc::new((
+        Mutex::named(false, "stat cv M"),
+        instrumented_locks::Condvar::new(),
+    ));
+    let waiter = {
+        let pair = Arc::clone(&pair);
+        std::thread::Builder::new()
+            .name("stat-cv-waiter".into())
+            .spawn(move || {
+                let (m, cv) = &*pair;
+                let mut ready = m.lock();
+                while !*ready {
+                    cv.wait(&mut ready);
+                }
+            })
+            .unwrap()
+    };
+    // The waiter sleeps in its wait once the dump shows it on the condvar.
+    dump_when(|d| {
+        d.threads
+            .iter()
+            .any(|t| t.thread.name == "stat-cv-waiter" && t.condvar.is_some())
+    });
+    let long = std::time::Duration::from_millis(200);
+    {
+        let mut ready = pair.0.lock();
+        std::thread::sleep(long); // a long hold, while the waiter sleeps
+        *ready = true;
+        pair.1.notify_all();
+    }
+    waiter.join().unwrap();
+    lockdep::set_lock_stat(false);
+    let s = lockdep::lock_stat();
+    let c = s.class("stat cv M").expect("stats of M");
+    assert_eq!(c.hold.count, 3, "{c:?}");
+    assert!(c.hold.max_ns >= long.as_nanos() as u64, "{c:?}");
+    assert!(
+        c.hold.p50_ns < long.as_nanos() as u64 / 2,
+        "the sleep counted as a hold: {c:?}"
+    );
+    assert_reports!();
+}

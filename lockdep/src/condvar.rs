@@ -139,6 +139,9 @@ pub fn condvar_sleep(mutex: &LockMap, condvar: usize) {
 /// [`lock_acquired`]: crate::lock_acquired
 /// [`check_held_lock_freed`]: crate::check_held_lock_freed
 pub fn condvar_woken(mutex: &LockMap) -> bool {
+    if crate::lock_stat::on() {
+        crate::lock_stat::hold_restarts(mutex);
+    }
     thread::with_state(|st| {
         if let Some(r) = st.record() {
             r.wait_done();

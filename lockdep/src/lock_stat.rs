@@ -183,10 +183,28 @@ pub(crate) fn acquired(map: &LockMap) {
         };
         h.2 = now;
         let i = h.1;
-        t.counts[i]
-            .1
-            .wait
-            .saturating_record(now.saturating_sub(since));
+        record(&mut t.counts[i].1.wait, now.saturating_sub(since));
+    });
+}
+
+/// Records `ns` in `h`, which grows to hold it (a histogram made by `Histogram::new` starts
+/// with a tiny range, and `saturating_record` would clamp every value to it). Only a value
+/// past what a histogram can grow to is clamped.
+fn record(h: &mut Histogram<u64>, ns: u64) {
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
+}
+
+/// The hold of `map` starts again now: a condvar wait re-locked it after sleeping, and the
+/// sleep (the mutex was free meanwhile) is no part of the hold. (A re-lock that had to wait
+/// restarts it in [`acquired`].)
+pub(crate) fn hold_restarts(map: &LockMap) {
+    let now = now_ns();
+    with_table(|t| {
+        if let Some(h) = t.holding.iter_mut().rev().find(|h| h.0 == map.instance()) {
+            h.2 = now;
+        }
     });
 }
 
@@ -198,10 +216,7 @@ pub(crate) fn release(map: &LockMap) {
             return;
         };
         let (_, place, since) = t.holding.remove(i);
-        t.counts[place]
-            .1
-            .hold
-            .saturating_record(now.saturating_sub(since));
+        record(&mut t.counts[place].1.hold, now.saturating_sub(since));
     });
 }
 
@@ -220,10 +235,7 @@ pub(crate) fn release_from(holder: Holder, map: &LockMap) {
         }
         if let Some(i) = t.holding.iter().rposition(|h| h.0 == map.instance()) {
             let (_, place, since) = t.holding.remove(i);
-            t.counts[place]
-                .1
-                .hold
-                .saturating_record(now.saturating_sub(since));
+            record(&mut t.counts[place].1.hold, now.saturating_sub(since));
         }
         return;
     }
@@ -467,6 +479,21 @@ impl fmt::Display for LockStat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorded_time_is_kept_whatever_its_size() {
+        let mut h = Counts::new().hold;
+        for ns in [2, 1_500, 50_000_000, 3_600_000_000_000] {
+            record(&mut h, ns);
+        }
+        assert_eq!(h.len(), 4);
+        assert_eq!(h.min(), 2);
+        // Three significant digits.
+        let max = h.max();
+        assert!(max.abs_diff(3_600_000_000_000) <= 3_600_000_000, "{max}");
+        let p50 = h.value_at_quantile(0.5);
+        assert!(p50.abs_diff(1_500) <= 2, "{p50}");
+    }
 
     fn class(name: &str, contentions: u64) -> ClassStat {
         ClassStat {
