@@ -93,7 +93,7 @@ impl Condvar {
         // see the re-lock's entry as not held from here until the mutex is owned again.
         let sleep = dep.map().filter(|_| tracked);
         if let Some(map) = sleep {
-            lockdep::condvar_sleep(map, std::ptr::from_ref(self).addr());
+            self.dep.sleep(map);
         }
         // SAFETY: the guard holds `mutex`; it holds it again below, before the guard is used.
         let woken = unsafe { self.inner.park_released(mutex, deadline, !tracked) };

@@ -40,15 +40,18 @@ fn named<'a>(d: &'a AllLocks, prefix: &str) -> Vec<&'a ThreadLocks> {
         .collect()
 }
 
-/// The threads of `d` whose names start with `prefix` and that sleep in a condvar wait on
-/// `cv` to re-lock `mutex` (an instance).
-fn sleepers(d: &AllLocks, prefix: &str, cv: usize, mutex: usize) -> usize {
+/// The threads of `d` whose names start with `prefix` and that sleep in a condvar wait on the
+/// condvar made at line `cv` of this file to re-lock `mutex` (an instance).
+fn sleepers(d: &AllLocks, prefix: &str, cv: u32, mutex: usize) -> usize {
     named(d, prefix)
         .iter()
         .filter(|t| {
-            t.condvar
-                .as_ref()
-                .is_some_and(|c| c.condvar == cv && c.mutex.instance == mutex)
+            t.condvar.as_ref().is_some_and(|c| {
+                c.name == "Condvar"
+                    && c.site
+                        .is_some_and(|s| s.file() == file!() && s.line() == cv)
+                    && c.mutex.instance == mutex
+            })
         })
         .count()
 }
@@ -82,7 +85,7 @@ fn condvar_sleepers_do_not_hold_the_mutex() {
 
     let m = Arc::new(Mutex::named(false, "cvs queue"));
     let cv = Arc::new(Condvar::new());
-    let cv_addr = std::ptr::from_ref(&*cv).addr();
+    let cv_line = line!() - 1;
     let m_inst = std::ptr::from_ref(m.lock_map().unwrap()).addr();
     // The turn of whoever owns the mutex after the notification: it reports, then the main
     // thread checks the dump while it holds the mutex.
@@ -111,7 +114,7 @@ fn condvar_sleepers_do_not_hold_the_mutex() {
             .unwrap()
     };
     let workers: Vec<_> = (0..3).map(|i| relocker(format!("cvs-worker{i}"))).collect();
-    dump_when(|d| sleepers(d, "cvs-worker", cv_addr, m_inst) == 3);
+    dump_when(|d| sleepers(d, "cvs-worker", cv_line, m_inst) == 3);
 
     // The holder: its lock succeeds only once every worker is queued on the condvar.
     let (held_tx, held_rx) = mpsc::channel::<()>();
@@ -164,7 +167,7 @@ fn condvar_sleepers_do_not_hold_the_mutex() {
         .map(|t| t.thread.name.as_str())
         .collect();
     assert_eq!(holders, ["cvs-holder"], "exactly one holder:{d}");
-    assert_eq!(sleepers(&d, "cvs-worker", cv_addr, m_inst), 3, "{d}");
+    assert_eq!(sleepers(&d, "cvs-worker", cv_line, m_inst), 3, "{d}");
     for w in named(&d, "cvs-worker") {
         assert!(w.held.is_empty(), "a sleeper holds nothing:{d}");
         assert!(
@@ -178,9 +181,11 @@ fn condvar_sleepers_do_not_hold_the_mutex() {
     assert_eq!(b.waiting.as_ref().unwrap().lock.instance, m_inst);
     let text = d.to_string();
     assert!(
-        text.contains(&format!(
-            "on condvar {cv_addr:#x}, to re-lock: {m_inst:#x} (cvs queue)"
-        )),
+        text.contains(&format!("(Condvar, made at {}:{cv_line}:", file!())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("), to re-lock: {m_inst:#x} (cvs queue)")),
         "{text}"
     );
     assert!(text.contains("1 lock held by cvs-holder/"), "{text}");
@@ -273,6 +278,7 @@ fn a_key_unregistered_under_a_condvar_sleeper_is_reported() {
     let key = lockdep::DynamicKey::new("cvs conn");
     let m = Arc::new(Mutex::with_dynamic_key(0u8, &key, "cvs conn lock"));
     let cv = Arc::new(Condvar::new());
+    let cv_line = line!() - 1;
     let go = Arc::new(AtomicBool::new(false));
     let m_inst = std::ptr::from_ref(m.lock_map().unwrap()).addr();
     let sleeper = {
@@ -288,8 +294,7 @@ fn a_key_unregistered_under_a_condvar_sleeper_is_reported() {
             })
             .unwrap()
     };
-    let cv_addr = std::ptr::from_ref(&*cv).addr();
-    dump_when(|d| sleepers(d, "cvs-key-sleeper", cv_addr, m_inst) == 1);
+    dump_when(|d| sleepers(d, "cvs-key-sleeper", cv_line, m_inst) == 1);
     drop(key);
     let r = assert_reports!(Report::KeyMisuse {
         kind: KeyMisuse::UnregisterWhileHeld,
@@ -323,6 +328,7 @@ fn a_lock_freed_under_a_condvar_sleeper_is_reported_and_the_sleeper_stays_clean(
     let m = Arc::new(Mutex::named(0u8, "cvs doomed"));
     let other = Arc::new(Mutex::named(0u8, "cvs other"));
     let cv = Arc::new(Condvar::new());
+    let cv_line = line!() - 1;
     let go = Arc::new(AtomicBool::new(false));
     let m_inst = std::ptr::from_ref(m.lock_map().unwrap()).addr();
     let sleeper = {
@@ -348,8 +354,7 @@ fn a_lock_freed_under_a_condvar_sleeper_is_reported_and_the_sleeper_stays_clean(
             })
             .unwrap()
     };
-    let cv_addr = std::ptr::from_ref(&*cv).addr();
-    let d = dump_when(|d| sleepers(d, "cvs-freed-sleeper", cv_addr, m_inst) == 1);
+    let d = dump_when(|d| sleepers(d, "cvs-freed-sleeper", cv_line, m_inst) == 1);
     assert!(d.holders_of(m_inst).is_empty(), "{d}");
     lockdep::check_held_lock_freed(m.lock_map().unwrap());
     let r = assert_reports!(Report::HeldLockFreed { .. });
@@ -424,7 +429,7 @@ fn a_chain_ends_at_a_condvar_sleeper_holding_another_lock() {
     let outer = Arc::new(Mutex::named(0u8, "cvs outer"));
     let m = Arc::new(Mutex::named(false, "cvs inner"));
     let cv = Arc::new(Condvar::new());
-    let cv_addr = std::ptr::from_ref(&*cv).addr();
+    let cv_line = line!() - 1;
     let m_inst = std::ptr::from_ref(m.lock_map().unwrap()).addr();
     let sleeper = {
         let (outer, m, cv) = (Arc::clone(&outer), Arc::clone(&m), Arc::clone(&cv));
@@ -437,7 +442,7 @@ fn a_chain_ends_at_a_condvar_sleeper_holding_another_lock() {
             })
             .unwrap()
     };
-    dump_when(|d| sleepers(d, "cvs-outer-sleeper", cv_addr, m_inst) == 1);
+    dump_when(|d| sleepers(d, "cvs-outer-sleeper", cv_line, m_inst) == 1);
     let behind = {
         let outer = Arc::clone(&outer);
         std::thread::Builder::new()
@@ -457,8 +462,10 @@ fn a_chain_ends_at_a_condvar_sleeper_holding_another_lock() {
             let text = h.to_string();
             assert!(
                 text.contains(&format!(
-                    "cvs-outer-sleeper/{} sleeps in a condvar wait on {cv_addr:#x}",
-                    s.thread.id
+                    "cvs-outer-sleeper/{} sleeps in a condvar wait on {:#x} (Condvar, made at {}:{cv_line}:",
+                    s.thread.id,
+                    s.condvar.as_ref().unwrap().condvar,
+                    file!()
                 )),
                 "{text}"
             );

@@ -11,6 +11,7 @@
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::held::record::CondvarId;
 use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::thread;
@@ -60,6 +61,11 @@ impl CondvarMap {
     pub fn map(&self) -> &LockMap {
         &self.map
     }
+
+    /// Where the condvar was made (its class's site), if its class is one of a site.
+    pub fn site(&self) -> Option<&'static Location<'static>> {
+        self.map.key().site()
+    }
 }
 
 impl Default for CondvarMap {
@@ -98,7 +104,7 @@ pub fn condvar_notify(cv: &CondvarMap, site: &'static Location<'static>) {
 
 /// A condvar wait is about to sleep: call it after the wait released `mutex` ([`release`])
 /// and validated its re-acquisition ([`acquire`], not trylock), just before the thread parks;
-/// `condvar` is the condvar's address (not 0). Until [`condvar_woken`] (the thread owns the
+/// `condvar` is the wait's condvar (the dump names it). Until [`condvar_woken`] (the thread owns the
 /// mutex again) or [`lock_contended`] (its re-lock must wait), other threads see the re-lock's
 /// entry as *not held*: the dump ([`all_held_locks`]) shows the thread sleeping on the condvar
 /// ([`ThreadLocks::condvar`]), the watchdog and [`deadlocks_now`] neither count it as the
@@ -116,14 +122,15 @@ pub fn condvar_notify(cv: &CondvarMap, site: &'static Location<'static>) {
 /// [`all_held_locks`]: crate::all_held_locks
 /// [`ThreadLocks::condvar`]: crate::ThreadLocks::condvar
 /// [`deadlocks_now`]: crate::deadlocks_now
-pub fn condvar_sleep(mutex: &LockMap, condvar: usize) {
-    if condvar == 0 {
-        // No condvar to name: the sleep stays unannounced (the entry reads as held).
-        return;
-    }
+pub fn condvar_sleep(mutex: &LockMap, condvar: &CondvarMap) {
+    let id = CondvarId {
+        addr: std::ptr::from_ref(condvar).addr(),
+        name: condvar.map.name(),
+        site: condvar.site(),
+    };
     thread::with_state(|st| {
         if let Some(r) = st.record() {
-            r.condvar_sleep(mutex.instance(), condvar);
+            r.condvar_sleep(mutex.instance(), id);
         }
     });
 }

@@ -91,6 +91,8 @@ impl CondDep {
     pub(crate) fn wait(&self, _site: Site) {}
     #[inline(always)]
     pub(crate) fn notify(&self, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn sleep(&self, _mutex: &LockMap) {}
 }
 
 /// Zero-sized (a reference to the zero-sized [`Dep`] would still be a pointer).

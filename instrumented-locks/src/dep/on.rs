@@ -215,6 +215,13 @@ impl CondDep {
             lockdep::condvar_notify(&self.map, site);
         }
     }
+
+    /// The wait, its re-lock of `mutex` validated, is about to sleep (`lockdep::condvar_sleep`:
+    /// other threads see this thread sleeping on this condvar, not holding `mutex`).
+    #[inline]
+    pub(crate) fn sleep(&self, mutex: &LockMap) {
+        lockdep::condvar_sleep(mutex, &self.map);
+    }
 }
 
 /// A borrowed [`Dep`], for guards that do not borrow the whole lock (mapped guards).

@@ -30,6 +30,16 @@ pub(crate) enum KeyRef {
     NoValidate,
 }
 
+impl KeyRef {
+    /// The construction site of a key that is one (a lock's class by where it was made).
+    pub(crate) fn site(self) -> Option<&'static Location<'static>> {
+        match self {
+            KeyRef::Site(site) | KeyRef::SiteType { site, .. } => Some(site),
+            _ => None,
+        }
+    }
+}
+
 /// A static key, compared and hashed by address (its identity), never by value.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StaticKey(pub &'static LockClassKey);

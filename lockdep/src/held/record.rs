@@ -129,6 +129,22 @@ pub(crate) struct Record {
     /// or none). Written with the wait fields, in their write sections; off the owner's line,
     /// as only the condvar path writes it.
     wait_condvar: AtomicUsize,
+    /// The sleeping condvar's name (its map's name, or its kind) and construction site (null
+    /// if it has none), for the dump; written with `wait_condvar`.
+    wait_condvar_name: AtomicPtr<u8>,
+    wait_condvar_name_len: AtomicUsize,
+    wait_condvar_site: AtomicPtr<Location<'static>>,
+}
+
+/// Who a condvar is, for a sleep in its wait (see [`Record::condvar_sleep`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CondvarId {
+    /// Its address.
+    pub addr: usize,
+    /// Its name, or its kind.
+    pub name: &'static str,
+    /// Where it was made, if known.
+    pub site: Option<&'static Location<'static>>,
 }
 
 /// A token for one holding of a held-lock record (one thread's, from its first acquisition to
@@ -297,6 +313,9 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
                 mail: Mutex::new(Vec::new()),
                 identity: Mutex::new(None),
                 wait_condvar: AtomicUsize::new(0),
+                wait_condvar_name: AtomicPtr::new(std::ptr::null_mut()),
+                wait_condvar_name_len: AtomicUsize::new(0),
+                wait_condvar_site: AtomicPtr::new(std::ptr::null_mut()),
             }));
             // Release: publishes the record's fields to readers of the table.
             TABLE[i].store(std::ptr::from_ref(r).cast_mut(), Ordering::Release);
@@ -450,7 +469,7 @@ impl Record {
     ///
     /// [`condvar_sleep`]: Self::condvar_sleep
     pub(crate) fn wait_start(&self, instance: usize) {
-        self.wait_begin(instance, 0);
+        self.wait_begin(instance, None);
     }
 
     /// The owner is about to sleep in a condvar wait on the condvar at address `condvar`
@@ -458,18 +477,30 @@ impl Record {
     /// the re-lock: readers see that entry as not held, and the owner as sleeping on the
     /// condvar, until [`wait_start`](Self::wait_start) (the re-lock must wait) or
     /// [`wait_done`](Self::wait_done) (it owns the mutex again).
-    pub(crate) fn condvar_sleep(&self, instance: usize, condvar: usize) {
-        debug_assert_ne!(condvar, 0);
-        self.wait_begin(instance, condvar);
+    pub(crate) fn condvar_sleep(&self, instance: usize, condvar: CondvarId) {
+        debug_assert_ne!(condvar.addr, 0);
+        self.wait_begin(instance, Some(condvar));
     }
 
     /// A new wait (see [`Wait`]): one write section.
-    fn wait_begin(&self, instance: usize, condvar: usize) {
+    fn wait_begin(&self, instance: usize, condvar: Option<CondvarId>) {
         let even = self.begin();
-        // Relaxed: inside the write section.
+        // Relaxed (every store): inside the write section.
         self.wait_since.store(now_ns(), Ordering::Relaxed);
         self.wait_instance.store(instance, Ordering::Relaxed);
-        self.wait_condvar.store(condvar, Ordering::Relaxed);
+        self.wait_condvar
+            .store(condvar.map_or(0, |c| c.addr), Ordering::Relaxed);
+        if let Some(c) = condvar {
+            self.wait_condvar_name
+                .store(c.name.as_ptr().cast_mut(), Ordering::Relaxed);
+            self.wait_condvar_name_len
+                .store(c.name.len(), Ordering::Relaxed);
+            self.wait_condvar_site.store(
+                c.site
+                    .map_or(std::ptr::null_mut(), |l| std::ptr::from_ref(l).cast_mut()),
+                Ordering::Relaxed,
+            );
+        }
         self.wait_count.fetch_add(1, Ordering::Relaxed);
         self.end(even);
     }
@@ -569,6 +600,9 @@ impl Record {
             let since = self.wait_since.load(Ordering::Relaxed);
             let count = self.wait_count.load(Ordering::Relaxed);
             let condvar = self.wait_condvar.load(Ordering::Relaxed);
+            let cv_name = self.wait_condvar_name.load(Ordering::Relaxed);
+            let cv_name_len = self.wait_condvar_name_len.load(Ordering::Relaxed);
+            let cv_site = self.wait_condvar_site.load(Ordering::Relaxed);
             // Acquire fence, then Relaxed: the counter's second load is ordered after the
             // slot loads (the seqlock reader's rule).
             fence(Ordering::Acquire);
@@ -577,6 +611,20 @@ impl Record {
                 if self.generation() != generation {
                     return None;
                 }
+                let condvar = (condvar != 0).then(|| CondvarId {
+                    addr: condvar,
+                    // SAFETY: a consistent copy (the counter did not move): the owner wrote
+                    // the pointer and length of one `&'static str` together in the section
+                    // that set `wait_condvar`.
+                    name: unsafe {
+                        std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                            cv_name,
+                            cv_name_len,
+                        ))
+                    },
+                    // SAFETY: as for the name: null or a `&'static Location`'s address.
+                    site: unsafe { cv_site.cast_const().as_ref() },
+                });
                 let wait = (waiting != 0).then_some(Wait {
                     instance: waiting,
                     since_ns: since,
@@ -640,15 +688,15 @@ pub(crate) struct Wait {
     pub since_ns: u64,
     /// The owner's wait number (a new wait has a new one).
     pub count: u64,
-    /// The condvar's address for a condvar wait's sleep, 0 for a lock wait.
-    pub condvar: usize,
+    /// The condvar for a condvar wait's sleep, `None` for a lock wait.
+    pub condvar: Option<CondvarId>,
 }
 
 impl Wait {
     /// The lock the owner is blocked on, waiting for its holder: `None` while it sleeps in a
     /// condvar wait (it waits for a notification, which no lock's holder owes it).
     pub(crate) fn lock(&self) -> Option<usize> {
-        (self.condvar == 0).then_some(self.instance)
+        self.condvar.is_none().then_some(self.instance)
     }
 }
 
@@ -731,24 +779,29 @@ mod tests {
     fn a_condvar_sleep_is_a_wait_of_its_own_kind() {
         let r = claim(identity()).expect("a free record");
         assert_eq!(r.snapshot(false).unwrap().wait, None);
-        r.condvar_sleep(0x40, 0x80);
+        let cv = CondvarId {
+            addr: 0x80,
+            name: "queue cv",
+            site: Some(Location::caller()),
+        };
+        r.condvar_sleep(0x40, cv);
         let sleep = r.snapshot(false).unwrap().wait.expect("the sleep is shown");
-        assert_eq!((sleep.instance, sleep.condvar), (0x40, 0x80));
+        assert_eq!((sleep.instance, sleep.condvar), (0x40, Some(cv)));
         assert_eq!(sleep.lock(), None, "a sleeper is blocked on no lock");
         // Woken, the re-lock must wait: a lock wait, a new one.
         r.wait_start(0x40);
         let wait = r.snapshot(false).unwrap().wait.expect("the re-lock's wait");
-        assert_eq!((wait.instance, wait.condvar), (0x40, 0));
+        assert_eq!((wait.instance, wait.condvar), (0x40, None));
         assert_eq!(wait.lock(), Some(0x40));
         assert_eq!(wait.count, sleep.count + 1);
         r.wait_done();
         assert_eq!(r.snapshot(false).unwrap().wait, None);
         // A sleep that ends with the mutex owned at once: `wait_done` ends it.
-        r.condvar_sleep(0x40, 0x80);
+        r.condvar_sleep(0x40, cv);
         r.wait_done();
         assert_eq!(r.snapshot(false).unwrap().wait, None);
         // A new holding of the record starts with no wait, whatever the last one left.
-        r.condvar_sleep(0x40, 0x80);
+        r.condvar_sleep(0x40, cv);
         r.give_back();
         let r = claim(identity()).expect("a free record");
         assert_eq!(r.snapshot(false).unwrap().wait, None);

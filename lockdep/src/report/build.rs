@@ -418,20 +418,22 @@ pub(crate) fn thread_locks(g: &Graph, snap: &Snapshot, now_ns: u64) -> Option<Th
     let since = std::time::Duration::from_nanos(
         now_ns.saturating_sub(snap.wait.map_or(now_ns, |w| w.since_ns)),
     );
-    let condvar = snap.wait.map_or(0, |w| w.condvar);
-    let (waiting, condvar) = match waiting {
-        None => (None, None),
-        Some(e) if condvar == 0 => (
+    let condvar = snap.wait.and_then(|w| w.condvar);
+    let (waiting, condvar) = match (waiting, condvar) {
+        (None, _) => (None, None),
+        (Some(e), None) => (
             Some(WaitingFor {
                 lock: shared_lock(g, &e),
                 waited: since,
             }),
             None,
         ),
-        Some(e) => (
+        (Some(e), Some(c)) => (
             None,
             Some(CondvarWait {
-                condvar,
+                condvar: c.addr,
+                name: c.name,
+                site: c.site,
                 mutex: shared_lock(g, &e),
                 slept: since,
             }),

@@ -508,10 +508,15 @@ pub(crate) fn thread_locks(f: &mut fmt::Formatter<'_>, t: &ThreadLocks) -> fmt::
     if let Some(c) = &t.condvar {
         write!(
             f,
-            " sleeping for {:.3}s on condvar {:#x}, to re-lock: ",
+            " sleeping for {:.3}s on condvar {:#x} ({}",
             c.slept.as_secs_f64(),
-            c.condvar
+            c.condvar,
+            c.name
         )?;
+        if let Some(site) = c.site {
+            write!(f, ", made at {site}")?;
+        }
+        write!(f, "), to re-lock: ")?;
         lock_line(f, &c.mutex)?;
     }
     Ok(())

@@ -56,6 +56,10 @@ pub struct CondvarWait {
     /// The condvar's address (the lock wrapper's condvar object; instrumented-locks passes
     /// its `Condvar`'s).
     pub condvar: usize,
+    /// The condvar's name, or its kind ("Condvar") if it has none.
+    pub name: &'static str,
+    /// Where the condvar was made, if known.
+    pub site: Option<&'static Location<'static>>,
     /// The mutex the wait will re-lock; its `site` is where the wait was called.
     pub mutex: LockDesc,
     /// How long the thread had been sleeping when it was seen.

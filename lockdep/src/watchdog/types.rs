@@ -122,11 +122,17 @@ impl fmt::Display for HungWait {
         edges(f, &self.chain, false)?;
         if let Some(last) = self.chain.last().filter(|_| self.chain.len() > 1) {
             match &last.condvar {
-                Some(c) => writeln!(
-                    f,
-                    "{}/{} sleeps in a condvar wait on {:#x} (it waits for a notification).",
-                    last.thread.name, last.thread.id, c.condvar
-                )?,
+                Some(c) => {
+                    write!(
+                        f,
+                        "{}/{} sleeps in a condvar wait on {:#x} ({}",
+                        last.thread.name, last.thread.id, c.condvar, c.name
+                    )?;
+                    if let Some(site) = c.site {
+                        write!(f, ", made at {site}")?;
+                    }
+                    writeln!(f, "; it waits for a notification).")?;
+                }
                 None => writeln!(
                     f,
                     "{}/{} is not blocked on a tracked lock.",
