@@ -100,8 +100,9 @@ struct Swept {
 }
 
 /// How long an Asymmetric combiner waits for more callers to join its batch when others
-/// are inside `synchronize` and a slot may block the batch (a timed wait, so a combiner that gave its CPU to busy readers
-/// gets it back soon; the timer's slack usually makes it longer).
+/// are inside `synchronize` and a slot may block the batch (a timed wait, so a combiner
+/// that gave its CPU to busy readers gets it back soon; the timer's slack usually makes it
+/// longer).
 const GATHER: Duration = Duration::from_micros(20);
 
 /// Counts one caller in `SharedScan::callers` while it lives.
@@ -435,6 +436,8 @@ impl Domain {
         self.counters.scan_passes.fetch_add(1, Relaxed);
         let mut cursor = Cursor::start(self);
         while let Some(slot) = cursor.slot() {
+            // An Acquire load (the slot's); a hint needs no ordering, the sweep's
+            // observations after the barrier and flip are what count.
             let value = slot.load_value();
             let blocks = value & 1 == 1
                 || (value != 0
