@@ -235,7 +235,10 @@ impl Domain {
     /// which is expensive when it has to interrupt running threads, so every caller joins
     /// the shared scan directly: a batch's one `membarrier`, issued after the combiner
     /// closes it, serves every waiter in it, and a caller alone pays about what a
-    /// self-scan would. BENCHMARKS.md has the costs measured.
+    /// self-scan would. The combiner waits a little for more callers to share that barrier
+    /// only when others are inside `synchronize` and a slot may block its batch (counted in
+    /// [`Stats::gather_waits`](crate::Stats::gather_waits)): never for a caller alone, nor
+    /// for a batch that nothing protects. BENCHMARKS.md has the costs measured.
     ///
     /// Null is never protected: `synchronize(null)` returns `Ok` at once. A guard leaked
     /// with `mem::forget`, or a [`DetachedGuard`](crate::DetachedGuard) the calling thread

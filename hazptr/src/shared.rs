@@ -10,7 +10,8 @@
 //! 1. closes the open batch *before* it flips the wildcard generation (a waiter that joins
 //!    later belongs to the next batch and its next flip); in Asymmetric mode it first
 //!    lets more callers join: while a `membarrier` is in flight, and for a short timed
-//!    wait when other callers are inside `synchronize`,
+//!    wait (the *gather*) when other callers are inside `synchronize` *and* a look at the
+//!    slots, without a barrier, finds one that may block the batch (see below),
 //! 2. issues the batch's barrier (see `Domain::batch_barrier`) and flips,
 //! 3. **sweeps** every slot once, primary slots first: a slot value that misses the filter
 //!    blocks nobody; a hit, or a wildcard older than the flip, is compared exactly with
@@ -27,6 +28,16 @@
 //! their own slots would take the CPU from the very readers they wait for), the combiner
 //! never waits on another caller's behalf, and no waiter waits for a reader of another
 //! waiter's address (the ordering argument is point 6 of the crate docs).
+//!
+//! The gather trades latency for fewer `membarrier`s, and is only worth it when there is
+//! someone to combine with, as in flat combining (Hendler et al., "Flat combining and the
+//! synchronization-parallelism tradeoff", SPAA 2010), which serves whoever is queued and
+//! never waits for more. A caller alone has nobody to wait for. A batch that nothing
+//! protects returns right after its barrier and sweep, so a gather would be most of its
+//! latency; it is served at once, and callers that arrive meanwhile form the next batch.
+//! A batch whose address a reader is using waits for that reader after its barrier
+//! anyway, and its barrier must interrupt running readers, so sharing it is worth a short
+//! wait. `Stats::gather_waits` counts the gathers.
 //!
 //! Before this design a batch completed all at once, and every waiter waited for the
 //! slowest reader of any address in it; the `batch_completion` fault of the loom models
@@ -89,8 +100,9 @@ struct Swept {
 }
 
 /// How long an Asymmetric combiner waits for more callers to join its batch when others
-/// are inside `synchronize` (a timed wait, so a combiner that gave its CPU to busy readers
-/// gets it back soon; the timer's slack usually makes it longer).
+/// are inside `synchronize` and a slot may block the batch (a timed wait, so a combiner
+/// that gave its CPU to busy readers gets it back soon; the timer's slack usually makes it
+/// longer).
 const GATHER: Duration = Duration::from_micros(20);
 
 /// Counts one caller in `SharedScan::callers` while it lives.
@@ -116,7 +128,8 @@ pub(crate) struct SharedScan {
     batches: Mutex<Batches>,
     /// Callers inside `wait` that joined without a barrier (Asymmetric mode). More of
     /// them than the open batch holds means that others may be about to join, so a
-    /// combiner waits for them a little. A hint with no ordering role.
+    /// combiner whose batch a slot may block waits for them a little. A hint with no
+    /// ordering role.
     callers: CachePadded<AtomicUsize>,
     /// A combiner added waiters to the blocked list while a poller was at work: the
     /// poller takes them in at its next round. A hint with no ordering role (the lock
@@ -218,12 +231,18 @@ impl SharedScan {
         if batches.unbarriered {
             // Let more callers join the batch that its one `membarrier` will serve: until
             // a `membarrier` in flight ends (it started before our waiters joined, so it
-            // cannot serve them), and for `GATHER` if other callers are about.
+            // cannot serve them), and for `GATHER` if other callers are about and a slot
+            // may block the batch (module docs: never for a caller alone, nor for a batch
+            // that nothing protects).
             drop(batches);
             domain.let_barrier_in_flight_end();
             batches = self.lock();
-            // Relaxed: a hint (see `callers`).
-            if self.callers.load(Relaxed) > batches.open.len {
+            // Relaxed: a hint (see `callers`). Checked first, so that a caller alone does
+            // not even look at the slots.
+            if self.callers.load(Relaxed) > batches.open.len
+                && domain.batch_seen_protected(&batches.open, &batches.filter)
+            {
+                domain.counters.gather_waits.fetch_add(1, Relaxed);
                 // Nobody notifies a combiner's own condition variable: this times out,
                 // unless the wake-up is spurious, which only shortens the wait.
                 batches = me
@@ -270,15 +289,21 @@ impl SharedScan {
         domain.counters.record_batch(batch.len as u64, &swept);
 
         let mut batches = self.lock();
+        let mut me_blocked = false;
         for waiter in batch.drain() {
+            let mine = ptr::eq(waiter, me);
             match waiter.outcome() {
                 Outcome::Clear => {
                     waiter.set_state(State::Served, &batches.locked());
                     // Under the lock: the waiter cannot see `Served`, return and drop its
-                    // condition variable before this call is done with it.
-                    waiter.wake.notify_one();
+                    // condition variable before this call is done with it. Not our own:
+                    // we see `Served` when we return to `wait` (a notify is a syscall).
+                    if !mine {
+                        waiter.wake.notify_one();
+                    }
                 }
                 Outcome::Blocked { .. } => {
+                    me_blocked |= mine;
                     waiter.set_state(State::Blocked, &batches.locked());
                     batches.blocked.push(waiter);
                 }
@@ -297,9 +322,12 @@ impl SharedScan {
                 // SAFETY: the poller's record is alive while `polling` (see `poller`),
                 // and we hold the lock.
                 unsafe { &*batches.poller }.wake.notify_one();
-            } else if let Some(next) = batches.blocked.first() {
-                next.wake.notify_one();
+            } else if !me_blocked {
+                if let Some(next) = batches.blocked.first() {
+                    next.wake.notify_one();
+                }
             }
+            // else: we are blocked and nobody polls, so `wait` makes us the poller.
         }
         batches
     }
@@ -360,10 +388,13 @@ impl SharedScan {
             }
             let mut done = false;
             for waiter in finished.drain() {
-                done |= ptr::eq(waiter, me);
+                let mine = ptr::eq(waiter, me);
+                done |= mine;
                 waiter.set_state(State::Served, &batches.locked());
-                // Under the lock, as in `combine`.
-                waiter.wake.notify_one();
+                // Under the lock, and not our own, as in `combine`.
+                if !mine {
+                    waiter.wake.notify_one();
+                }
             }
             if done {
                 // Hand the rest back and wake one of them to poll next.
@@ -395,6 +426,31 @@ impl SharedScan {
 }
 
 impl Domain {
+    /// Whether a slot seems to block `batch` (the open batch, under the lock; `filter`
+    /// holds its addresses): a wildcard of any generation, or one of the batch's
+    /// addresses. Plain loads before the batch's barrier and flip, so only a hint: a
+    /// reader's publication may not be visible yet, and a protection seen may end before
+    /// the sweep. It decides whether an Asymmetric combiner waits for more callers
+    /// (step 1 of the module docs); only the sweep decides who waits for what.
+    fn batch_seen_protected(&self, batch: &List, filter: &Bloom) -> bool {
+        self.counters.scan_passes.fetch_add(1, Relaxed);
+        let mut cursor = Cursor::start(self);
+        while let Some(slot) = cursor.slot() {
+            // An Acquire load (the slot's); a hint needs no ordering, the sweep's
+            // observations after the barrier and flip are what count.
+            let value = slot.load_value();
+            let blocks = value & 1 == 1
+                || (value != 0
+                    && filter.may_contain(value)
+                    && batch.iter().any(|w| w.addr == value));
+            if blocks {
+                return true;
+            }
+            cursor.advance();
+        }
+        false
+    }
+
     /// The combiner's one pass for a closed batch (step 3 of the module docs). Every
     /// waiter's `outcome` is `Clear` on entry; a waiter that a slot blocks gets `Blocked`
     /// at the first such slot in scan order. `own_only` (the `combiner_checks_own_only`

@@ -30,6 +30,7 @@ pub(crate) struct Counters {
     pub(crate) shared_barriers: AtomicU64,
     pub(crate) self_scan_returns: AtomicU64,
     pub(crate) shared_batches: AtomicU64,
+    pub(crate) gather_waits: AtomicU64,
     pub(crate) batch_waiters: AtomicU64,
     pub(crate) batch_size_histogram: [AtomicU64; BATCH_SIZE_BUCKETS.len()],
     pub(crate) handoffs: AtomicU64,
@@ -51,6 +52,7 @@ impl Counters {
             shared_barriers: self.shared_barriers.load(Relaxed),
             self_scan_returns: self.self_scan_returns.load(Relaxed),
             shared_batches: self.shared_batches.load(Relaxed),
+            gather_waits: self.gather_waits.load(Relaxed),
             batch_waiters: self.batch_waiters.load(Relaxed),
             batch_size_histogram: std::array::from_fn(|i| {
                 self.batch_size_histogram[i].load(Relaxed)
@@ -80,7 +82,8 @@ pub struct Stats {
     /// self-scan found a blocking slot; in Asymmetric mode every call), plus
     /// `synchronize_direct` calls that waited.
     pub synchronize_waits: u64,
-    /// Scan passes over all slots (self-scans, sweeps, direct and per-waiter drains).
+    /// Scan passes over all slots (self-scans, the look an Asymmetric combiner takes to
+    /// decide whether to gather, sweeps, direct and per-waiter drains).
     pub scan_passes: u64,
     /// Re-reads of blocking slots while waiting.
     pub slot_polls: u64,
@@ -94,6 +97,12 @@ pub struct Stats {
     pub self_scan_returns: u64,
     /// Shared-scan batches a combiner served (one barrier, one flip and one sweep each).
     pub shared_batches: u64,
+    /// Timed waits an Asymmetric combiner made for more callers to join its batch before
+    /// its one `membarrier` (see [`crate::Domain::synchronize`]). A combiner waits only
+    /// when other callers are inside `synchronize` and a scan without a barrier saw a slot
+    /// that could block its batch; a caller alone, or a batch that nothing seems to
+    /// protect, never waits.
+    pub gather_waits: u64,
     /// Waiters in those batches, summed: `batch_waiters / shared_batches` is the mean
     /// batch size.
     pub batch_waiters: u64,

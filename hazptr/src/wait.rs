@@ -18,6 +18,13 @@ use crate::primitive::{spin_hint, MODEL_CHECKED};
 const SPIN_FOR: Duration = Duration::from_micros(20);
 /// The longest sleep between two polls.
 const MAX_SLEEP: Duration = Duration::from_millis(1);
+/// The longest spinning pause is `2^MAX_SPIN_DOUBLINGS` pause instructions, a small
+/// fraction of [`SPIN_FOR`]. Spinning waiters are few by design (one poller in the shared
+/// scan), so polling often costs little, while a pause that kept doubling would notice a
+/// release up to a whole pause late: as late as the wait had already lasted, and on CPUs
+/// with a slow pause instruction longer than `SPIN_FOR` itself (BENCHMARKS.md has the
+/// figure measured).
+const MAX_SPIN_DOUBLINGS: u32 = 5;
 
 /// The state of one wait (one blocking slot, or one shared barrier).
 pub(crate) struct Backoff {
@@ -59,14 +66,15 @@ impl Backoff {
         Some(sleep)
     }
 
-    /// One spinning pause: a spin loop that doubles each round; in the loom build one
-    /// yield to the model's scheduler.
+    /// One spinning pause: a spin loop that doubles each round up to
+    /// `2^MAX_SPIN_DOUBLINGS` pause instructions; in the loom build one yield to the
+    /// model's scheduler.
     pub(crate) fn spin(&self) {
         if MODEL_CHECKED {
             spin_hint();
             return;
         }
-        for _ in 0..1u32 << self.round.min(10) {
+        for _ in 0..1u32 << self.round.min(MAX_SPIN_DOUBLINGS) {
             spin_hint();
         }
     }
