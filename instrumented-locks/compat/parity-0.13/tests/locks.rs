@@ -46,16 +46,20 @@ fn mutex_guards_and_projections() {
         s.push('b');
     }
     assert!(!m.is_locked());
-    let g = m.lock();
-    let g = match MutexGuard::try_map(g, |v| if v.0 > 10 { Some(&mut v.0) } else { None }) {
-        Ok(_) => unreachable!("the data has 2"),
-        Err(g) => g,
-    };
-    let r: Result<MappedMutexGuard<'_, u32>, (MutexGuard<'_, _>, &str)> =
-        MutexGuard::try_map_or_err(g, |v| if v.0 == 2 { Ok(&mut v.0) } else { Err("no") });
-    let mapped = r.ok().expect("the data has 2");
-    assert_eq!(*mapped, 2);
-    MappedMutexGuard::unlock_fair(mapped);
+    {
+        let g = m.lock();
+        let g = match MutexGuard::try_map(g, |v| if v.0 > 10 { Some(&mut v.0) } else { None }) {
+            Ok(_) => unreachable!("the data has 2"),
+            Err(g) => g,
+        };
+        let r: Result<MappedMutexGuard<'_, u32>, (MutexGuard<'_, _>, &str)> =
+            MutexGuard::try_map_or_err(g, |v| if v.0 == 2 { Ok(&mut v.0) } else { Err("no") });
+        let Ok(mapped) = r else {
+            panic!("the data has 2")
+        };
+        assert_eq!(*mapped, 2);
+        MappedMutexGuard::unlock_fair(mapped);
+    }
     assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
     assert!(m.try_lock_until(Instant::now()).is_some());
     let mut m = m;
@@ -107,7 +111,8 @@ fn rwlock_reads_writes_and_projections() {
         let m: MappedRwLockReadGuard<'_, i32> = RwLockReadGuard::map(r1, |v| &v.0);
         // 0.13's name (0.12's `try_map_or_else`).
         let m = MappedRwLockReadGuard::try_map_or_err(m, |v| if *v == 1 { Ok(v) } else { Err(()) });
-        assert_eq!(*m.ok().expect("holds 1"), 1);
+        let Ok(m) = m else { panic!("holds 1") };
+        assert_eq!(*m, 1);
     }
     {
         let mut w: RwLockWriteGuard<'_, _> = lock.write();
@@ -149,7 +154,8 @@ fn rwlock_upgradable() {
     drop(r);
     let u = lock.upgradable_read();
     let w = RwLockUpgradableReadGuard::try_upgrade_for(u, Duration::from_millis(1));
-    assert_eq!(*w.ok().expect("no reader"), 3);
+    let Ok(w) = w else { panic!("no reader") };
+    assert_eq!(*w, 3);
 }
 
 #[test]
