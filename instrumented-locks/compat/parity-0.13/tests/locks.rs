@@ -66,6 +66,15 @@ fn mutex_guards_and_projections() {
     m.get_mut().0 = 5;
     assert_eq!(m.into_inner(), (5, String::from("ab")));
     assert_eq!(format!("{:?}", Mutex::new(7)), "Mutex { data: 7 }");
+    // 0.13's `into_inner_with_raw` (the raw lock's type differs under the compat crate).
+    let (_raw, data) = Mutex::new(String::from("x")).into_inner_with_raw();
+    assert_eq!(data, "x");
+    let (_raw, data) = FairMutex::new(3).into_inner_with_raw();
+    assert_eq!(data, 3);
+    let (_raw, data) = RwLock::new(4).into_inner_with_raw();
+    assert_eq!(data, 4);
+    let (_raw, data) = RecursiveRwLock::new(5).into_inner_with_raw();
+    assert_eq!(data, 5);
 }
 
 #[test]

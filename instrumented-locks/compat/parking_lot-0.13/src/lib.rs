@@ -60,8 +60,9 @@
 //!   function generic over `R: lock_api::RawMutex` given a `parking_lot::Mutex`.
 //! - The validated types' methods that take or give lock_api 0.5 acquisition state are
 //!   lock_api 0.4's: `force_unlock*()` and `make_guard_unchecked()` take no guard state,
-//!   `raw()` returns instrumented-locks' raw lock (lock_api 0.4's traits), and
-//!   `into_inner_with_raw` is missing. The `Arc` guards are instrumented-locks'.
+//!   `raw()` and `into_inner_with_raw()` give instrumented-locks' raw lock (with lock_api
+//!   0.4's traits), and `ReentrantMutex` has no `into_inner_with_raw` (lock_api 0.4 keeps its
+//!   thread-id source private). The `Arc` guards are instrumented-locks'.
 //!
 //! # Differences that can be observed
 //!
@@ -87,9 +88,7 @@ pub use instrumented_locks::{
     RwLockUpgradableReadGuard, RwLockWriteGuard, WaitTimeoutResult,
 };
 
-pub use raw::{
-    GuardMarker, RawCondvar, RawFairMutex, RawMutex, RawRwLock, RawRwLockRecursive, RawThreadId,
-};
+pub use raw::{RawCondvar, RawFairMutex, RawMutex, RawRwLock, RawRwLockRecursive, RawThreadId};
 pub use recursive_rwlock::{
     MappedRecursiveRwLockReadGuard, MappedRecursiveRwLockWriteGuard, RecursiveRwLock,
     RecursiveRwLockReadGuard, RecursiveRwLockUpgradableReadGuard, RecursiveRwLockWriteGuard,

@@ -21,14 +21,14 @@ use lock_api_04::{
     RawRwLockUpgradeTimed as _,
 };
 
-/// The acquisition state of this crate's raw locks (parking_lot 0.13's `GuardMarker`): no
-/// data, `Send` only with the feature `send_guard`.
+/// The acquisition state of this crate's raw locks (parking_lot 0.13's `GuardMarker`, private
+/// there too): no data, `Send` only with the feature `send_guard`.
 #[cfg(feature = "send_guard")]
-pub type GuardMarker = lock_api::GuardSend;
-/// The acquisition state of this crate's raw locks (parking_lot 0.13's `GuardMarker`): no
-/// data, `Send` only with the feature `send_guard`.
+type GuardMarker = lock_api::GuardSend;
+/// The acquisition state of this crate's raw locks (parking_lot 0.13's `GuardMarker`, private
+/// there too): no data, `Send` only with the feature `send_guard`.
 #[cfg(not(feature = "send_guard"))]
-pub type GuardMarker = lock_api::GuardNoSend;
+type GuardMarker = lock_api::GuardNoSend;
 
 #[inline]
 const fn marker() -> GuardMarker {

@@ -55,6 +55,13 @@ impl<T> RecursiveRwLock<T> {
     pub fn into_inner(self) -> T {
         self.0.into_inner()
     }
+
+    /// Consumes the lock and returns the raw lock and the data (lock_api 0.5's
+    /// `into_inner_with_raw`; the raw lock is instrumented-locks' `RawRwLock`).
+    #[inline]
+    pub fn into_inner_with_raw(self) -> (instrumented_locks::RawRwLock, T) {
+        self.0.into_inner_with_raw()
+    }
 }
 
 impl<T: ?Sized> RecursiveRwLock<T> {
