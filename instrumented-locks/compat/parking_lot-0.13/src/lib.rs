@@ -75,6 +75,20 @@
 //! - `deadlock::check_deadlock` is instrumented-locks' detector (feature `deadlock_detection`).
 //! - The validated types still have the 0.12 methods 0.13 removed (`read_recursive*` on
 //!   `RwLock`, `const_new`, `try_map_or_else`): code written for 0.13 never calls them.
+//!
+//! # Not covered
+//!
+//! What a 0.13 user can write that does not compile here, besides the lock_api identities
+//! above:
+//!
+//! - `force_unlock*(guard)` and `make_guard_unchecked(guard)` (and the rwlock forms) with
+//!   lock_api 0.5's acquisition state as argument: here they take none, as in 0.12.
+//! - `get_mut` and `data_ptr` in a `const` context (0.13 made them `const fn`).
+//! - `RecursiveRwLock`'s `*_arc` methods and its `Arc` guards; `ReentrantMutex::into_inner_with_raw`.
+//! - `Condvar::raw()` (the validated condvar is not lock_api 0.5's `Condvar<RawCondvar>`).
+//! - `deadlock::check_deadlock` returns instrumented-locks' thread records (with
+//!   `thread_id()` and `backtrace()`, as parking_lot_core's), not parking_lot_core 0.10's
+//!   `DeadlockedThread` type; the parity program does not exercise the feature.
 
 pub use lock_api;
 
