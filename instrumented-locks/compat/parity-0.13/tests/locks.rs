@@ -255,3 +255,49 @@ fn guards_are_send_with_send_guard() {
     assert!(!m.is_locked());
     assert!(!lock.is_locked());
 }
+
+#[test]
+fn arc_guards_and_raw_locks_by_name() {
+    use parking_lot::lock_api::{RawMutex as _, RawRwLock as _};
+    use parking_lot::{
+        ArcMutexGuard, ArcRwLockReadGuard, ArcRwLockWriteGuard, RawMutex, RawRwLock,
+        RawRwLockRecursive,
+    };
+
+    // The `Arc` guards, named with parking_lot's raw locks.
+    let m = Arc::new(Mutex::new(1));
+    let g: ArcMutexGuard<RawMutex, i32> = m.lock_arc();
+    assert!(Arc::ptr_eq(ArcMutexGuard::mutex(&g), &m));
+    // The raw lock is parking_lot's, with lock_api 0.5's traits.
+    // SAFETY: only queried, never unlocked through.
+    let raw: &RawMutex = unsafe { m.raw() };
+    assert!(raw.is_locked());
+    drop(g);
+    assert!(!raw.is_locked());
+
+    let lock = Arc::new(RwLock::new(2));
+    let w: ArcRwLockWriteGuard<RawRwLock, i32> = lock.write_arc();
+    // SAFETY: only queried.
+    assert!(unsafe { lock.raw() }.is_locked_exclusive());
+    let r: ArcRwLockReadGuard<RawRwLock, i32> = ArcRwLockWriteGuard::downgrade(w);
+    assert_eq!(*r, 2);
+    drop(r);
+
+    let rec = Arc::new(RecursiveRwLock::new(3));
+    let r1: ArcRwLockReadGuard<RawRwLockRecursive, i32> = rec.read_arc();
+    let r2 = rec.try_read_arc().expect("recursive reads share");
+    assert_eq!(*r1 + *r2, 6);
+    assert!(rec.try_write_arc().is_none());
+    drop((r1, r2));
+    *rec.write_arc() = 4;
+    assert_eq!(*rec.upgradable_read_arc(), 4);
+    assert_eq!(
+        Arc::strong_count(&rec),
+        1,
+        "the guards gave their Arcs back"
+    );
+
+    let (raw, data): (RawMutex, String) = Mutex::new(String::from("m")).into_inner_with_raw();
+    assert!(!raw.is_locked());
+    assert_eq!(data, "m");
+}

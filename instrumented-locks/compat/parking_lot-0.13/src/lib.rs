@@ -93,14 +93,48 @@
 pub use lock_api;
 
 mod raw;
+mod raw04;
 mod recursive_rwlock;
 
-pub use instrumented_locks::{
-    Condvar, FairMutex, FairMutexGuard, MappedFairMutexGuard, MappedMutexGuard,
-    MappedReentrantMutexGuard, MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, MutexGuard,
-    Once, OnceState, ReentrantMutex, ReentrantMutexGuard, RwLock, RwLockReadGuard,
-    RwLockUpgradableReadGuard, RwLockWriteGuard, WaitTimeoutResult,
-};
+use instrumented_locks::generic;
+
+pub use instrumented_locks::{Condvar, Once, OnceState, WaitTimeoutResult};
+
+/// A validated mutex (parking_lot 0.13's `Mutex`): instrumented-locks' generic mutex over
+/// [`RawMutex`]. See [`instrumented_locks::generic::Mutex`].
+pub type Mutex<T> = generic::Mutex<RawMutex, T>;
+/// A held [`Mutex`].
+pub type MutexGuard<'a, T> = generic::MutexGuard<'a, RawMutex, T>;
+/// A held [`Mutex`], projected onto part of the data.
+pub type MappedMutexGuard<'a, T> = generic::MappedMutexGuard<'a, RawMutex, T>;
+/// A validated mutex whose every unlock is fair (parking_lot 0.13's `FairMutex`).
+pub type FairMutex<T> = generic::Mutex<RawFairMutex, T>;
+/// A held [`FairMutex`].
+pub type FairMutexGuard<'a, T> = generic::MutexGuard<'a, RawFairMutex, T>;
+/// A held [`FairMutex`], projected onto part of the data.
+pub type MappedFairMutexGuard<'a, T> = generic::MappedMutexGuard<'a, RawFairMutex, T>;
+/// A validated reader-writer lock (parking_lot 0.13's `RwLock`), writer-preferring: a read
+/// waits behind a queued writer, so a thread's second read of it is reported. See
+/// [`instrumented_locks::generic::RwLock`].
+pub type RwLock<T> = generic::RwLock<RawRwLock, T>;
+/// A read lock of an [`RwLock`].
+pub type RwLockReadGuard<'a, T> = generic::RwLockReadGuard<'a, RawRwLock, T>;
+/// A write lock of an [`RwLock`].
+pub type RwLockWriteGuard<'a, T> = generic::RwLockWriteGuard<'a, RawRwLock, T>;
+/// An upgradable read of an [`RwLock`].
+pub type RwLockUpgradableReadGuard<'a, T> = generic::RwLockUpgradableReadGuard<'a, RawRwLock, T>;
+/// A read lock of an [`RwLock`], projected onto part of the data.
+pub type MappedRwLockReadGuard<'a, T> = generic::MappedRwLockReadGuard<'a, RawRwLock, T>;
+/// A write lock of an [`RwLock`], projected onto part of the data.
+pub type MappedRwLockWriteGuard<'a, T> = generic::MappedRwLockWriteGuard<'a, RawRwLock, T>;
+/// A validated re-entrant mutex (parking_lot 0.13's `ReentrantMutex`). See
+/// [`instrumented_locks::generic::ReentrantMutex`].
+pub type ReentrantMutex<T> = generic::ReentrantMutex<RawMutex, RawThreadId, T>;
+/// A held [`ReentrantMutex`].
+pub type ReentrantMutexGuard<'a, T> = generic::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+/// A held [`ReentrantMutex`], projected onto part of the data.
+pub type MappedReentrantMutexGuard<'a, T> =
+    generic::MappedReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
 
 pub use raw::{RawCondvar, RawFairMutex, RawMutex, RawRwLock, RawRwLockRecursive, RawThreadId};
 pub use recursive_rwlock::{
@@ -109,7 +143,7 @@ pub use recursive_rwlock::{
 };
 
 #[cfg(feature = "arc_lock")]
-pub use instrumented_locks::{
+pub use instrumented_locks::generic::{
     ArcMutexGuard, ArcReentrantMutexGuard, ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard,
     ArcRwLockWriteGuard,
 };

@@ -1,10 +1,11 @@
 //! The raw locks under parking_lot 0.13's names, implementing lock_api 0.5's raw-lock traits
 //! (with per-acquisition guard state) over instrumented-locks' raw locks.
 //!
-//! They are what generic lock_api 0.5 code sees: `lock_api::Mutex<parking_lot::RawMutex, T>`
+//! They are the raw locks of the crate root's validated types (`Mutex<T>` is
+//! `instrumented_locks::generic::Mutex<RawMutex, T>`, through their lock_api 0.4 impls in
+//! `raw04`), and what generic lock_api 0.5 code sees: `lock_api::Mutex<parking_lot::RawMutex, T>`
 //! works over them, **unvalidated** (lock_api's wrappers give a raw lock no construction site
-//! and no protected type to make a lock class from). The validated types of the crate root
-//! (`Mutex<T>`, ...) sit on instrumented-locks' raw locks directly.
+//! and no protected type to make a lock class from).
 //!
 //! Each type is a newtype around the instrumented-locks raw lock of the same name, with its
 //! semantics (parking_lot's: unfair unlock by default, fair on request, timed variants,
@@ -43,7 +44,7 @@ fn marked(acquired: bool) -> Option<GuardMarker> {
 /// parking_lot 0.13's `RawMutex`: a one-byte unfair mutex with fair unlock and timeouts
 /// (instrumented-locks' [`RawMutex`](instrumented_locks::RawMutex) under lock_api 0.5's traits).
 /// Not validated by itself. Thread-safe; `Send + Sync`.
-pub struct RawMutex(instrumented_locks::RawMutex);
+pub struct RawMutex(pub(crate) instrumented_locks::RawMutex);
 
 // SAFETY: every method forwards to the inner raw mutex, which upholds lock_api's mutex
 // contract (exclusive, Acquire on lock, Release on unlock); the guard state carries nothing.
@@ -109,7 +110,7 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
 /// parking_lot 0.13's `RawFairMutex`: a [`RawMutex`] whose every unlock is fair
 /// (instrumented-locks' [`RawFairMutex`](instrumented_locks::RawFairMutex)). Not validated
 /// by itself.
-pub struct RawFairMutex(instrumented_locks::RawFairMutex);
+pub struct RawFairMutex(pub(crate) instrumented_locks::RawFairMutex);
 
 // SAFETY: as for `RawMutex`: forwards to a raw mutex that keeps the contract.
 unsafe impl lock_api::RawMutex for RawFairMutex {
@@ -177,7 +178,7 @@ unsafe impl lock_api::RawMutexTimed for RawFairMutex {
 /// reader-biased: a shared lock succeeds while any thread reads, even if a writer waits
 /// ([`RawRwLockRecursive`], under [`RecursiveRwLock`](crate::RecursiveRwLock)). Not
 /// validated by itself.
-pub struct RawRwLock<const RECURSIVE: bool = false>(instrumented_locks::RawRwLock);
+pub struct RawRwLock<const RECURSIVE: bool = false>(pub(crate) instrumented_locks::RawRwLock);
 
 /// The reader-biased raw rwlock under [`RecursiveRwLock`](crate::RecursiveRwLock).
 pub type RawRwLockRecursive = RawRwLock<true>;

@@ -5,35 +5,44 @@ use core::fmt;
 use core::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
 
-use instrumented_locks::{RwLock, RwLockReadGuard};
+use instrumented_locks::generic;
+
+use crate::RawRwLockRecursive;
+
+/// The validated rwlock inside a [`RecursiveRwLock`].
+type RwLock<T> = generic::RwLock<RawRwLockRecursive, T>;
 
 /// A reader-writer lock whose reads are recursive (parking_lot 0.13's `RecursiveRwLock`):
 /// a read succeeds while any thread reads, even if a writer waits, so a thread may hold
 /// several read locks of it at once; writers may starve.
 ///
-/// It is instrumented-locks' validated [`RwLock`] whose `read*` methods are its
-/// `read_recursive*` ones: lockdep sees each read as a *recursive read* (which depends on
-/// writers but not on other readers, and may be taken again by its own holder), and every
-/// other method (`write*`, `upgradable_read*`, `is_locked`, `data_ptr`, `get_mut`, the
-/// validator's queries...) is the `RwLock`'s, reached through `Deref`. The class, as for every
-/// lock here, is the construction site and the type `T`; reports call it `RwLock<T>@site`.
+/// It is instrumented-locks' validated `generic::RwLock<RawRwLockRecursive, T>` whose `read*`
+/// methods are its `read_recursive*` ones: lockdep sees each read as a *recursive read* (which
+/// depends on writers but not on other readers, and may be taken again by its own holder), and
+/// every other method (`write*`, `upgradable_read*`, `is_locked`, `data_ptr`, `get_mut`, the
+/// validator's queries...) is that `RwLock`'s, reached through `Deref`, except the `*_arc`
+/// ones, written here. The class, as for every lock here, is the construction site and the
+/// type `T`; reports call it `RwLock<T>@site`.
 ///
-/// Differences from parking_lot 0.13: the `*_arc` methods are missing (an `Arc` of this type
-/// cannot lend an `Arc` of the inner `RwLock` that the `Arc` guards hold), and a guard's
-/// `rwlock()` returns the inner [`RwLock`]. `Send`/`Sync` as the `RwLock`'s.
+/// The one difference from parking_lot 0.13 to be seen: a guard's `rwlock()` returns the inner
+/// `RwLock` (the guards are `generic::RwLock*Guard<'a, RawRwLockRecursive, T>`, as 0.13's are
+/// lock_api's over `RawRwLockRecursive`). `Send`/`Sync` as the `RwLock`'s.
+#[repr(transparent)]
 pub struct RecursiveRwLock<T: ?Sized>(RwLock<T>);
 
-/// A recursive read of a [`RecursiveRwLock`] (the inner `RwLock`'s read guard).
-pub type RecursiveRwLockReadGuard<'a, T> = RwLockReadGuard<'a, T>;
+/// A recursive read of a [`RecursiveRwLock`].
+pub type RecursiveRwLockReadGuard<'a, T> = generic::RwLockReadGuard<'a, RawRwLockRecursive, T>;
 /// A write lock of a [`RecursiveRwLock`].
-pub type RecursiveRwLockWriteGuard<'a, T> = instrumented_locks::RwLockWriteGuard<'a, T>;
+pub type RecursiveRwLockWriteGuard<'a, T> = generic::RwLockWriteGuard<'a, RawRwLockRecursive, T>;
 /// An upgradable read of a [`RecursiveRwLock`].
 pub type RecursiveRwLockUpgradableReadGuard<'a, T> =
-    instrumented_locks::RwLockUpgradableReadGuard<'a, T>;
+    generic::RwLockUpgradableReadGuard<'a, RawRwLockRecursive, T>;
 /// A projected recursive read guard.
-pub type MappedRecursiveRwLockReadGuard<'a, T> = instrumented_locks::MappedRwLockReadGuard<'a, T>;
+pub type MappedRecursiveRwLockReadGuard<'a, T> =
+    generic::MappedRwLockReadGuard<'a, RawRwLockRecursive, T>;
 /// A projected write guard of a [`RecursiveRwLock`].
-pub type MappedRecursiveRwLockWriteGuard<'a, T> = instrumented_locks::MappedRwLockWriteGuard<'a, T>;
+pub type MappedRecursiveRwLockWriteGuard<'a, T> =
+    generic::MappedRwLockWriteGuard<'a, RawRwLockRecursive, T>;
 
 impl<T> RecursiveRwLock<T> {
     /// A new unlocked lock; its class is the caller's location and `T`. `const`.
@@ -57,10 +66,75 @@ impl<T> RecursiveRwLock<T> {
     }
 
     /// Consumes the lock and returns the raw lock and the data (lock_api 0.5's
-    /// `into_inner_with_raw`; the raw lock is instrumented-locks' `RawRwLock`).
+    /// `into_inner_with_raw`).
     #[inline]
-    pub fn into_inner_with_raw(self) -> (instrumented_locks::RawRwLock, T) {
+    pub fn into_inner_with_raw(self) -> (RawRwLockRecursive, T) {
         self.0.into_inner_with_raw()
+    }
+}
+
+/// The `*_arc` methods: the inner `RwLock`'s, on an `Arc` of it made from `self`.
+#[cfg(feature = "arc_lock")]
+macro_rules! arc_methods {
+    ($($(#[$m:meta])* $name:ident => $inner:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+        $(#[$m])*
+        #[inline]
+        #[track_caller]
+        pub fn $name(self: &std::sync::Arc<Self>, $($arg: $ty),*) -> $ret {
+            Self::inner_arc(self).$inner($($arg),*)
+        }
+    )*};
+}
+
+#[cfg(feature = "arc_lock")]
+impl<T: ?Sized> RecursiveRwLock<T> {
+    /// The `Arc` of the inner `RwLock` that shares `this`'s allocation (one more strong
+    /// count, released when the `Arc` guard that owns it drops).
+    #[inline]
+    fn inner_arc(this: &std::sync::Arc<Self>) -> std::sync::Arc<RwLock<T>> {
+        let raw = std::sync::Arc::into_raw(std::sync::Arc::clone(this)) as *const RwLock<T>;
+        // SAFETY: `RecursiveRwLock<T>` is `repr(transparent)` over `RwLock<T>`: the same size,
+        // alignment and pointer metadata, which is what `Arc::from_raw` asks of a pointer that
+        // `Arc::<RecursiveRwLock<T>>::into_raw` returned; the clone's strong count moves to
+        // the new `Arc`.
+        unsafe { std::sync::Arc::from_raw(raw) }
+    }
+
+    arc_methods! {
+        /// [`read`](Self::read) through an `Arc`: the guard owns a clone of it.
+        read_arc => read_arc_recursive() -> generic::ArcRwLockReadGuard<RawRwLockRecursive, T>;
+        /// [`try_read`](Self::try_read) through an `Arc`.
+        try_read_arc => try_read_recursive_arc()
+            -> Option<generic::ArcRwLockReadGuard<RawRwLockRecursive, T>>;
+        /// [`try_read_for`](Self::try_read_for) through an `Arc`.
+        try_read_arc_for => try_read_arc_recursive_for(timeout: Duration)
+            -> Option<generic::ArcRwLockReadGuard<RawRwLockRecursive, T>>;
+        /// [`try_read_until`](Self::try_read_until) through an `Arc`.
+        try_read_arc_until => try_read_arc_recursive_until(timeout: Instant)
+            -> Option<generic::ArcRwLockReadGuard<RawRwLockRecursive, T>>;
+        /// A write lock through an `Arc`.
+        write_arc => write_arc() -> generic::ArcRwLockWriteGuard<RawRwLockRecursive, T>;
+        /// A non-blocking write lock through an `Arc`.
+        try_write_arc => try_write_arc()
+            -> Option<generic::ArcRwLockWriteGuard<RawRwLockRecursive, T>>;
+        /// A write lock through an `Arc` that gives up after `timeout`.
+        try_write_arc_for => try_write_arc_for(timeout: Duration)
+            -> Option<generic::ArcRwLockWriteGuard<RawRwLockRecursive, T>>;
+        /// A write lock through an `Arc` that gives up at the instant `timeout`.
+        try_write_arc_until => try_write_arc_until(timeout: Instant)
+            -> Option<generic::ArcRwLockWriteGuard<RawRwLockRecursive, T>>;
+        /// An upgradable read through an `Arc`.
+        upgradable_read_arc => upgradable_read_arc()
+            -> generic::ArcRwLockUpgradableReadGuard<RawRwLockRecursive, T>;
+        /// A non-blocking upgradable read through an `Arc`.
+        try_upgradable_read_arc => try_upgradable_read_arc()
+            -> Option<generic::ArcRwLockUpgradableReadGuard<RawRwLockRecursive, T>>;
+        /// An upgradable read through an `Arc` that gives up after `timeout`.
+        try_upgradable_read_arc_for => try_upgradable_read_arc_for(timeout: Duration)
+            -> Option<generic::ArcRwLockUpgradableReadGuard<RawRwLockRecursive, T>>;
+        /// An upgradable read through an `Arc` that gives up at the instant `timeout`.
+        try_upgradable_read_arc_until => try_upgradable_read_arc_until(timeout: Instant)
+            -> Option<generic::ArcRwLockUpgradableReadGuard<RawRwLockRecursive, T>>;
     }
 }
 
