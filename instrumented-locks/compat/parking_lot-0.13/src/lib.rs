@@ -25,19 +25,24 @@
 //!
 //! Everything a parking_lot 0.13 user writes with these items compiles and behaves the same:
 //!
-//! - `Mutex`, `FairMutex`, `RwLock`, `ReentrantMutex`, their guards and mapped guards, and
-//!   `Condvar`/`WaitTimeoutResult` are instrumented-locks' validated types (the same types
-//!   as under the 0.12 compat crate): each acquisition is checked by lockdep *before* it can
-//!   block, reports name the user's call site, a lock's class is its construction site and
-//!   protected type. `new` is `const` (0.13 dropped the `const_*` functions: they are not
-//!   here). `MappedRwLockReadGuard::try_map_or_err` is 0.13's name.
-//! - [`RecursiveRwLock`] and its guards: the validated `RwLock` whose reads are recursive
-//!   reads (for lockdep, and reader-biased in the raw lock).
+//! - `Mutex`, `FairMutex`, `RwLock`, `ReentrantMutex`, their guards, mapped guards and `Arc`
+//!   guards are instrumented-locks' validated generic types over this crate's raw locks
+//!   (`Mutex<T>` is `instrumented_locks::generic::Mutex<parking_lot::RawMutex, T>`), and
+//!   `Condvar`/`WaitTimeoutResult` are instrumented-locks': each acquisition is checked by
+//!   lockdep *before* it can block, reports name the user's call site, a lock's class is its
+//!   construction site and protected type. `new` is `const` (0.13 dropped the `const_*`
+//!   functions: they are not here); `into_inner_with_raw` and
+//!   `MappedRwLockReadGuard::try_map_or_err` are 0.13's; the `Arc` guards take 0.13's raw
+//!   locks as parameters (`ArcMutexGuard<RawMutex, T>`), and `raw()` returns them.
+//! - [`RecursiveRwLock`] and its guards (the `*_arc` methods too): the validated `RwLock` over
+//!   [`RawRwLockRecursive`] whose reads are recursive reads (for lockdep, and reader-biased in
+//!   the raw lock).
 //! - [`Once`] with 0.13's `new_completed`, `is_completed`, `wait`, `wait_force`, and
 //!   [`OnceState`]'s `is_poisoned`/`is_completed`.
 //! - The raw locks ([`RawMutex`], [`RawFairMutex`], [`RawRwLock`], [`RawRwLockRecursive`],
 //!   [`RawThreadId`], [`RawCondvar`]) implement lock_api 0.5's traits, with per-acquisition
-//!   guard state, and [`lock_api`] is lock_api 0.5.
+//!   guard state, and [`lock_api`] is lock_api 0.5. (They implement lock_api 0.4's traits too,
+//!   which the validated types are written against.)
 //! - The features `arc_lock`, `send_guard`, `serde`, `owning_ref`, `deadlock_detection`
 //!   (`nightly` is accepted and does nothing; 0.13 removed `hardware-lock-elision`).
 //!
@@ -47,8 +52,8 @@
 //! # What generic lock_api 0.5 code loses
 //!
 //! In parking_lot 0.13, `parking_lot::Mutex<T>` *is* `lock_api::Mutex<parking_lot::RawMutex, T>`
-//! (lock_api 0.5). Here it is instrumented-locks' own type, on lock_api 0.4's raw-lock traits,
-//! which carries the lock's validator state. So:
+//! (lock_api 0.5). Here it is instrumented-locks' own type over the same raw lock, written
+//! against lock_api 0.4's raw-lock traits, which carries the lock's validator state. So:
 //!
 //! - A lock written by hand as `lock_api::Mutex<parking_lot::RawMutex, T>` (`RwLock`,
 //!   `ReentrantMutex`, `lock_api::Condvar<parking_lot::RawCondvar>`) compiles and works over
@@ -58,11 +63,10 @@
 //!   `lock_api::Mutex<parking_lot::RawMutex, T>` and used on a `parking_lot::Mutex<T>`, a
 //!   `parking_lot::MutexGuard` passed where a `lock_api::MutexGuard` is expected, or a
 //!   function generic over `R: lock_api::RawMutex` given a `parking_lot::Mutex`.
-//! - The validated types' methods that take or give lock_api 0.5 acquisition state are
-//!   lock_api 0.4's: `force_unlock*()` and `make_guard_unchecked()` take no guard state,
-//!   `raw()` and `into_inner_with_raw()` give instrumented-locks' raw lock (with lock_api
-//!   0.4's traits), and `ReentrantMutex` has no `into_inner_with_raw` (lock_api 0.4 keeps its
-//!   thread-id source private). The `Arc` guards are instrumented-locks'.
+//! - The validated types' methods that take lock_api 0.5 acquisition state are lock_api
+//!   0.4's: `force_unlock*()` and `make_guard_unchecked()` take no guard state.
+//!   `ReentrantMutex` has no `into_inner_with_raw` (lock_api 0.4 keeps its thread-id source
+//!   private).
 //!
 //! # Differences that can be observed
 //!
@@ -71,7 +75,6 @@
 //!   lockdep sees then).
 //! - [`RawCondvar`]'s notifications return `false` and `0` (its waits may wake spuriously,
 //!   which lock_api 0.5 allows only so); the validated [`Condvar`]'s counts are exact.
-//! - `RecursiveRwLock` has no `*_arc` methods; see its docs.
 //! - `deadlock::check_deadlock` is instrumented-locks' detector (feature `deadlock_detection`).
 //! - The validated types still have the 0.12 methods 0.13 removed (`read_recursive*` on
 //!   `RwLock`, `const_new`, `try_map_or_else`): code written for 0.13 never calls them.
@@ -84,7 +87,7 @@
 //! - `force_unlock*(guard)` and `make_guard_unchecked(guard)` (and the rwlock forms) with
 //!   lock_api 0.5's acquisition state as argument: here they take none, as in 0.12.
 //! - `get_mut` and `data_ptr` in a `const` context (0.13 made them `const fn`).
-//! - `RecursiveRwLock`'s `*_arc` methods and its `Arc` guards; `ReentrantMutex::into_inner_with_raw`.
+//! - `ReentrantMutex::into_inner_with_raw`.
 //! - `Condvar::raw()` (the validated condvar is not lock_api 0.5's `Condvar<RawCondvar>`).
 //! - `deadlock::check_deadlock` returns instrumented-locks' thread records (with
 //!   `thread_id()` and `backtrace()`, as parking_lot_core's), not parking_lot_core 0.10's
