@@ -91,7 +91,8 @@
 //! - `Condvar::raw()` (the validated condvar is not lock_api 0.5's `Condvar<RawCondvar>`).
 //! - `deadlock::check_deadlock` returns instrumented-locks' thread records (with
 //!   `thread_id()` and `backtrace()`, as parking_lot_core's), not parking_lot_core 0.10's
-//!   `DeadlockedThread` type; the parity program does not exercise the feature.
+//!   `DeadlockedThread` type (code that names only those methods compiles, as the parity
+//!   program's `tests/deadlock.rs` does).
 
 pub use lock_api;
 
