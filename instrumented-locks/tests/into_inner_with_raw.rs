@@ -1,10 +1,11 @@
 //! `into_inner_with_raw` (lock_api 0.5's, for parking_lot 0.13 users) on the validated
-//! `Mutex`, `FairMutex` and `RwLock`: the data and a working raw lock come back, each once.
+//! `Mutex`, `FairMutex`, `RwLock` and `ReentrantMutex`: the data and a working raw lock come
+//! back, each once.
 
 use std::rc::Rc;
 
 use instrumented_locks::lock_api::{RawMutex as _, RawRwLock as _};
-use instrumented_locks::{FairMutex, Mutex, RwLock};
+use instrumented_locks::{FairMutex, Mutex, ReentrantMutex, RwLock};
 
 #[test]
 fn mutex_gives_back_its_raw_mutex_and_data() {
@@ -37,4 +38,21 @@ fn rwlock_gives_back_its_raw_rwlock_and_data() {
     assert!(raw.is_locked_exclusive());
     // SAFETY: locked exclusively just above, by this thread.
     unsafe { raw.unlock_exclusive() };
+}
+
+#[test]
+fn reentrant_mutex_gives_back_its_raw_mutex_and_data() {
+    let data = Rc::new(7);
+    let m = ReentrantMutex::new(Rc::clone(&data));
+    {
+        let _outer = m.lock();
+        let _inner = m.lock();
+    }
+    let (raw, _thread_id, back) = m.into_inner_with_raw();
+    assert_eq!(Rc::strong_count(&data), 2);
+    assert_eq!(*back, 7);
+    assert!(!raw.is_locked());
+    assert!(raw.try_lock());
+    // SAFETY: locked just above, by this thread.
+    unsafe { raw.unlock() };
 }

@@ -75,6 +75,8 @@ fn mutex_guards_and_projections() {
     assert_eq!(data, 4);
     let (_raw, data) = RecursiveRwLock::new(5).into_inner_with_raw();
     assert_eq!(data, 5);
+    let (_raw, _thread_id, data) = ReentrantMutex::new(6).into_inner_with_raw();
+    assert_eq!(data, 6);
 }
 
 #[test]

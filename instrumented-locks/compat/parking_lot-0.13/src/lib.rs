@@ -65,8 +65,8 @@
 //!   function generic over `R: lock_api::RawMutex` given a `parking_lot::Mutex`.
 //! - The validated types' methods that take lock_api 0.5 acquisition state are lock_api
 //!   0.4's: `force_unlock*()` and `make_guard_unchecked()` take no guard state.
-//!   `ReentrantMutex` has no `into_inner_with_raw` (lock_api 0.4 keeps its thread-id source
-//!   private).
+//!   `ReentrantMutex::into_inner_with_raw` returns a fresh `RawThreadId` (stateless, so the
+//!   same).
 //!
 //! # Differences that can be observed
 //!
@@ -87,7 +87,6 @@
 //! - `force_unlock*(guard)` and `make_guard_unchecked(guard)` (and the rwlock forms) with
 //!   lock_api 0.5's acquisition state as argument: here they take none, as in 0.12.
 //! - `get_mut` and `data_ptr` in a `const` context (0.13 made them `const fn`).
-//! - `ReentrantMutex::into_inner_with_raw`.
 //! - `Condvar::raw()` (the validated condvar is not lock_api 0.5's `Condvar<RawCondvar>`).
 //! - `deadlock::check_deadlock` returns instrumented-locks' thread records (with
 //!   `thread_id()` and `backtrace()`, as parking_lot_core's), not parking_lot_core 0.10's
