@@ -1,7 +1,7 @@
 //! Every lock kind of the 0.13 compat crate is validated: lock-order inversions are reported
 //! (between 0.13 locks, and between a 0.13 lock and a 0.12 compat crate's lock, as in a
 //! program that patches both majors), plain reads of an `RwLock` taken again are reported,
-//! and `RecursiveRwLock`'s recursive reads are not.
+//! `RecursiveRwLock`'s recursive reads are not, and a `Condvar` wait's re-lock is checked.
 //!
 //! One test function: the validator and its policy are process-wide.
 
@@ -70,11 +70,23 @@ fn acquisitions_of_every_kind_are_validated() {
     }
     assert_eq!(take(&reports), [(ReportKind::RecursiveLocking, true)]);
 
-    // The re-entrant mutex and the condvar's mutex are validated too.
+    // The re-entrant mutex is validated too.
     let re = parking_lot::ReentrantMutex::new(8i32);
     let cm = parking_lot::Mutex::new(false);
     drop((re.lock(), cm.lock()));
     drop((cm.lock(), re.lock()));
+    assert_eq!(take(&reports), [(ReportKind::CircularDependency, true)]);
+
+    // A condvar wait re-locks its mutex under what the thread still holds: waiting on
+    // `outer` while holding `inner` (taken after it) inverts the order. The wait times out at
+    // once; `outer` is free for the re-lock, so nothing blocks.
+    let cv = parking_lot::Condvar::new();
+    let outer = parking_lot::Mutex::new(0u8);
+    let inner = parking_lot::Mutex::new(0u16);
+    let mut g = outer.lock();
+    let h = inner.lock();
+    assert!(cv.wait_for(&mut g, std::time::Duration::ZERO).timed_out());
+    drop((h, g));
     assert_eq!(take(&reports), [(ReportKind::CircularDependency, true)]);
 
     lockdep::set_policy(Policy::Stderr);
