@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Real-crate acceptance for the parking_lot compat crate.
 #
-# Fetches pinned releases of crates that use parking_lot (tokio, r2d2, scheduled-thread-pool;
-# salsa and flurry on request) from crates.io, and runs each one's test suite twice:
+# Fetches pinned releases of crates that use parking_lot (tokio, r2d2, scheduled-thread-pool
+# 0.2.7 on parking_lot 0.12 and 0.2.8 on 0.13; salsa and flurry on request) from crates.io, and
+# runs each one's test suite twice:
 #
 #   baseline  the crate as published, with the real parking_lot;
-#   patched   the crate's manifest gets the one-line patch a user would add,
+#   patched   the crate's manifest gets the patch a user would add,
 #               [patch.crates-io] parking_lot = { path = "<repo>/instrumented-locks/compat/parking_lot" }
-#             and `cargo tree` must show that every parking_lot 0.12 in its graph is the compat
-#             crate.
+#             and, for a crate on parking_lot 0.13 (entry scheduled-thread-pool-0.13), also the
+#             second line for the 0.13 compat crate,
+#               parking_lot_013 = { path = "<repo>/instrumented-locks/compat/parking_lot-0.13", package = "parking_lot" }
+#             and `cargo tree` must show that every parking_lot of the patched major in its
+#             graph is the compat crate.
 #
 # Per crate it prints: compiled, tests passed/failed/ignored, build time, the test phase's
 # wall time (median over --runs runs; the build is not timed in it), the patched/baseline ratio
@@ -16,9 +20,10 @@
 # ratios), and the number of lockdep reports (lines starting `WARNING: `, the report banner;
 # tests run with --nocapture so that passing tests' output is counted too).
 #
-# An inverted-order probe (instrumented-locks/compat/parity/probe/) is copied into
-# scheduled-thread-pool's tests/: two mutexes taken in both orders, one after the other.
-# Patched, a report must name the probe's file and a line of each order; baseline, none.
+# An inverted-order probe (instrumented-locks/compat/parity/probe/) is copied into both
+# scheduled-thread-pools' tests/: two mutexes taken in both orders, one after the other.
+# Patched (0.12 or 0.13), a report must name the probe's file and a line of each order;
+# baseline, none.
 #
 # Everything lives in target/real-crates/ (ignored by git): the unpacked releases (src/), one
 # working copy per crate and mode with its own Cargo.lock and target dir (work/), logs (logs/),
@@ -34,40 +39,60 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCRATCH=$REPO/target/real-crates
 COMPAT=$REPO/instrumented-locks/compat/parking_lot
+COMPAT13=$REPO/instrumented-locks/compat/parking_lot-0.13
 PROBE_SRC=$REPO/instrumented-locks/compat/parity/probe/lockdep_inverted_order.rs
 PROBE_NAME=lockdep_inverted_order
-PROBE_CRATE=scheduled-thread-pool
+PROBE_CRATES=(scheduled-thread-pool scheduled-thread-pool-0.13)
 
-ALL_CRATES=(scheduled-thread-pool r2d2 tokio salsa flurry)
-DEFAULT_CRATES=(scheduled-thread-pool r2d2 tokio)
-QUICK_CRATES=(scheduled-thread-pool r2d2)
+ALL_CRATES=(scheduled-thread-pool scheduled-thread-pool-0.13 r2d2 r2d2-0.13 tokio salsa flurry)
+DEFAULT_CRATES=(scheduled-thread-pool scheduled-thread-pool-0.13 r2d2 r2d2-0.13 tokio)
+QUICK_CRATES=(scheduled-thread-pool scheduled-thread-pool-0.13 r2d2 r2d2-0.13)
 
+# Entries are crate names, or NAME-0.13 for a crate whose graph has parking_lot 0.13 (PACKAGE
+# gives the crate's name; MAJOR=0.13 adds the 0.13 compat crate's patch line and checks it is
+# used, next to the 0.12 one). r2d2-0.13 is r2d2 as a user resolves it today: its own
+# parking_lot 0.12 and scheduled-thread-pool 0.2.8 on parking_lot 0.13, both patched.
 declare -A VERSION=(
     [tokio]=1.54.1 [r2d2]=0.8.10 [scheduled-thread-pool]=0.2.7 [salsa]=0.28.5 [flurry]=0.5.2
+    [scheduled-thread-pool-0.13]=0.2.8 [r2d2-0.13]=0.8.10
 )
+declare -A PACKAGE=([scheduled-thread-pool-0.13]=scheduled-thread-pool [r2d2-0.13]=r2d2)
+declare -A MAJOR=([scheduled-thread-pool-0.13]=0.13 [r2d2-0.13]=0.13)
+pkg_of() { echo "${PACKAGE[$1]:-$1}"; }
+major_of() { echo "${MAJOR[$1]:-0.12}"; }
+major_re() { # ENTRY -> an extended regex for `parking_lot v<major>.` in cargo tree's output
+    echo "^parking_lot v$(major_of "$1" | sed 's/\./\\./g')\\."
+}
+compat_of() { # ENTRY -> the compat crate its patched mode must show
+    if [[ $(major_of "$1") == 0.13 ]]; then echo "$COMPAT13"; else echo "$COMPAT"; fi
+}
+is_probe_crate() { [[ " ${PROBE_CRATES[*]} " == *" $1 "* ]]; }
 # Dependencies pinned inside a crate's graph (NAME@VERSION ...). r2d2 asks for
 # scheduled-thread-pool ^0.2, and 0.2.8 moved to parking_lot 0.13, which a 0.12 patch does not
 # reach: pin the 0.2.7 that is tested on its own here.
-declare -A PINS=([r2d2]="scheduled-thread-pool@0.2.7")
+declare -A PINS=([r2d2]="scheduled-thread-pool@0.2.7" [r2d2-0.13]="scheduled-thread-pool@0.2.8")
 # Tests that fail now and then at baseline, with the real parking_lot: their failures are
 # listed but do not fail the run. r2d2's `test::events` asserts the order of events that the
 # pool's worker threads record concurrently (release of the broken connection vs. acquisition
 # of its replacement).
-declare -A FLAKY=([r2d2]="test::events")
+declare -A FLAKY=([r2d2]="test::events" [r2d2-0.13]="test::events")
 
 usage() {
     cat <<'EOF'
 usage: scripts/real-crates.sh [options]
 
-  --only NAMES      comma-separated crates: tokio, r2d2, scheduled-thread-pool, salsa, flurry
-                    (default: scheduled-thread-pool,r2d2,tokio)
-  --all             all five crates
-  --quick           the fast crates only (scheduled-thread-pool, r2d2), for CI
+  --only NAMES      comma-separated crates: tokio, r2d2, scheduled-thread-pool, salsa, flurry,
+                    and the parking_lot 0.13 entries scheduled-thread-pool-0.13 (0.2.8) and
+                    r2d2-0.13 (with scheduled-thread-pool 0.2.8)
+                    (default: scheduled-thread-pool{,-0.13},r2d2{,-0.13},tokio)
+  --all             all seven entries
+  --quick           the fast ones only (scheduled-thread-pool{,-0.13}, r2d2{,-0.13}), for CI
   --baseline-only   only the unmodified crates (works without the compat crate)
   --patched-only    only the patched crates (reuses an earlier baseline's results for ratios)
   --runs N          time the test phase N times and report the median (default 1)
   --jobs N          parallel build jobs for cargo (default: cargo's own)
   --compat DIR      the compat crate to patch in (default instrumented-locks/compat/parking_lot)
+  --compat-013 DIR  the 0.13 compat crate (default instrumented-locks/compat/parking_lot-0.13)
   --clean           remove the crates' target dirs first, so build times are from scratch
   --offline         pass --offline to cargo (everything must have been fetched before)
   -h, --help        this text
@@ -115,6 +140,11 @@ while [[ $# -gt 0 ]]; do
         COMPAT=$(cd "$2" 2>/dev/null && pwd) || die "--compat: no directory $2"
         shift 2
         ;;
+    --compat-013)
+        [[ $# -ge 2 ]] || die "--compat-013 needs a directory"
+        COMPAT13=$(cd "$2" 2>/dev/null && pwd) || die "--compat-013: no directory $2"
+        shift 2
+        ;;
     --clean) CLEAN=1; shift ;;
     --offline) OFFLINE=(--offline); shift ;;
     -h | --help) usage; exit 0 ;;
@@ -128,14 +158,23 @@ command -v cargo >/dev/null || die "cargo not found"
 command -v tar >/dev/null || die "tar not found"
 CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 
-if [[ " ${MODES[*]} " == *" patched "* ]]; then
-    manifest=$COMPAT/Cargo.toml
+check_compat_manifest() { # DIR MAJOR
+    local manifest=$1/Cargo.toml
     [[ -f $manifest ]] || die "compat crate not found: $manifest does not exist.
   The patched runs need it; until it exists, run with --baseline-only (or point --compat at one)."
     grep -Eq '^name *= *"parking_lot"' "$manifest" ||
         die "$manifest is not a package named parking_lot: the patch would not apply"
-    grep -Eq '^version *= *"0\.12\.' "$manifest" ||
-        die "$manifest: version is not 0.12.x, so it cannot satisfy the crates' parking_lot ^0.12"
+    grep -Eq "^version *= *\"${2//./\\.}\\." "$manifest" ||
+        die "$manifest: version is not $2.x, so it cannot satisfy the crates' parking_lot ^$2"
+}
+if [[ " ${MODES[*]} " == *" patched "* ]]; then
+    check_compat_manifest "$COMPAT" 0.12
+    for c in "${CRATES[@]}"; do
+        if [[ $(major_of "$c") == 0.13 ]]; then
+            check_compat_manifest "$COMPAT13" 0.13
+            break
+        fi
+    done
 fi
 
 mkdir -p "$SCRATCH"/{src,work,logs}
@@ -151,10 +190,11 @@ crate_file() { # NAME VERSION -> path of the cached .crate, or nothing
 }
 
 fetch_all() {
-    local missing=() c
+    local missing=() c p
     for c in "${CRATES[@]}"; do
-        [[ -d $SCRATCH/src/$c-${VERSION[$c]} ]] && continue
-        [[ -n $(crate_file "$c" "${VERSION[$c]}") ]] || missing+=("$c")
+        p=$(pkg_of "$c")
+        [[ -d $SCRATCH/src/$p-${VERSION[$c]} ]] && continue
+        [[ -n $(crate_file "$p" "${VERSION[$c]}") ]] || missing+=("$c")
     done
     if [[ ${#missing[@]} -gt 0 ]]; then
         # A scratch package depending on exactly these releases: `cargo fetch` downloads them
@@ -165,24 +205,30 @@ fetch_all() {
         {
             printf '[package]\nname = "real-crates-fetch"\nversion = "0.0.0"\nedition = "2021"\n'
             printf 'publish = false\n\n[workspace]\n\n[dependencies]\n'
-            for c in "${missing[@]}"; do printf '%s = "=%s"\n' "$c" "${VERSION[$c]}"; done
+            # One dependency per entry, renamed after it: two releases of one crate may be
+            # fetched together.
+            for c in "${missing[@]}"; do
+                printf '%s = { package = "%s", version = "=%s" }\n' "${c//./_}" "$(pkg_of "$c")" "${VERSION[$c]}"
+            done
         } >"$dir/Cargo.toml"
         note "fetching ${missing[*]} from crates.io"
         cargo fetch "${OFFLINE[@]}" --manifest-path "$dir/Cargo.toml" >"$SCRATCH/logs/fetch.log" 2>&1 ||
             die "cargo fetch failed (see $SCRATCH/logs/fetch.log)"
     fi
     for c in "${CRATES[@]}"; do
-        local v=${VERSION[$c]} dest=$SCRATCH/src/$c-${VERSION[$c]} file
+        local p v=${VERSION[$c]} dest file
+        p=$(pkg_of "$c")
+        dest=$SCRATCH/src/$p-$v
         [[ -d $dest ]] && continue
-        file=$(crate_file "$c" "$v")
-        [[ -n $file ]] || die "$c $v is not in cargo's cache after fetching"
+        file=$(crate_file "$p" "$v")
+        [[ -n $file ]] || die "$p $v is not in cargo's cache after fetching"
         # Unpack beside the destination and rename, so an interrupted run leaves no half tree.
         local tmp=$SCRATCH/src/.unpack.$$
         rm -rf "$tmp"
         mkdir -p "$tmp"
         tar -xzf "$file" -C "$tmp" || die "cannot unpack $file"
-        [[ -d $tmp/$c-$v ]] || die "$file does not hold $c-$v/"
-        mv "$tmp/$c-$v" "$dest"
+        [[ -d $tmp/$p-$v ]] || die "$file does not hold $p-$v/"
+        mv "$tmp/$p-$v" "$dest"
         rmdir "$tmp"
     done
 }
@@ -199,7 +245,7 @@ suite() { # NAME SRC_DIR
         for t in "$2"/tests/sync_*.rs; do args+=" --test $(basename "$t" .rs)"; done
         echo "$args --test rt_threaded --test rt_common"
         ;;
-    r2d2 | scheduled-thread-pool)
+    r2d2 | r2d2-0.13 | scheduled-thread-pool | scheduled-thread-pool-0.13)
         # No tests/ in the releases: the unit tests, and the doc tests.
         echo "--lib"
         echo "--doc"
@@ -221,6 +267,8 @@ describe_suite() { # NAME
     case $1 in
     tokio) echo "tests/sync_*.rs, rt_threaded, rt_common; features full,parking_lot" ;;
     r2d2 | scheduled-thread-pool) echo "unit tests (src/), doc tests" ;;
+    scheduled-thread-pool-0.13) echo "0.2.8, on parking_lot 0.13: unit tests (src/), doc tests" ;;
+    r2d2-0.13) echo "with scheduled-thread-pool 0.2.8 (parking_lot 0.13): unit tests (src/), doc tests" ;;
     salsa) echo "unit + integration tests, doc tests (default features)" ;;
     flurry) echo "unit + integration tests, doc tests" ;;
     esac
@@ -242,8 +290,9 @@ write_if_changed() { # FILE CONTENT: keep the mtime when nothing changes (no reb
 }
 
 prepare() { # NAME MODE -> prints the working copy's path
-    local c=$1 mode=$2 v=${VERSION[$1]}
-    local src=$SCRATCH/src/$c-$v work=$SCRATCH/work/$c-$v/$mode
+    local c=$1 mode=$2 v=${VERSION[$1]} p
+    p=$(pkg_of "$c")
+    local src=$SCRATCH/src/$p-$v work=$SCRATCH/work/$c-$v/$mode
     if [[ ! -d $work ]]; then
         mkdir -p "$(dirname "$work")"
         rm -rf "$work.tmp"
@@ -262,8 +311,13 @@ prepare() { # NAME MODE -> prints the working copy's path
     # tokio repository patches them onto the tokio under test, and so does this copy.
     [[ $c == tokio ]] && patches+='tokio = { path = "." }'$'\n'
     [[ $mode == patched ]] && patches+="parking_lot = { path = \"$COMPAT\" }"$'\n'
+    # The second line a user adds for parking_lot 0.13: a key of its own, with `package` naming
+    # the crate (one table cannot name `parking_lot` twice).
+    if [[ $mode == patched && $(major_of "$c") == 0.13 ]]; then
+        patches+="parking_lot_013 = { path = \"$COMPAT13\", package = \"parking_lot\" }"$'\n'
+    fi
     [[ -n $patches ]] && block+=$'\n'"[patch.crates-io]"$'\n'"$patches"
-    if [[ $c == "$PROBE_CRATE" ]]; then
+    if is_probe_crate "$c"; then
         mkdir -p "$work/tests"
         cmp -s "$PROBE_SRC" "$work/tests/$PROBE_NAME.rs" || cp "$PROBE_SRC" "$work/tests/$PROBE_NAME.rs"
         if grep -Eq '^autotests *= *false' "$src/Cargo.toml"; then
@@ -311,37 +365,43 @@ pin_dependencies() { # NAME WORK LOG
     done
 }
 
-# Patched mode: every parking_lot 0.12 in the graph must be the compat crate.
+# Patched mode: every parking_lot of the entry's major in the graph must be the compat crate.
 check_compat_used() { # NAME WORK LOG -> 0 when used
-    local c=$1 work=$2 log=$3 feats pkgs
+    local c=$1 work=$2 log=$3 feats pkgs compat major
+    compat=$(compat_of "$c")
+    major=$(major_re "$c")
     read -r -a feats <<<"$(features_of "$c")"
-    {
-        echo "\$ cargo tree -i parking_lot -e normal,build,dev ${feats[*]}"
-        (cd "$work" && cargo tree "${OFFLINE[@]}" -i parking_lot -e normal,build,dev "${feats[@]}") 2>&1 || true
-    } >>"$log"
     pkgs=$(cd "$work" && cargo tree "${OFFLINE[@]}" -e normal,build,dev "${feats[@]}" --prefix none \
         --format '{p}' 2>>"$log" | grep -E '^parking_lot v' | sort -u) || {
         note "$c: cargo tree failed (see $log)"
         return 1
     }
+    # Who pulls in each parking_lot (one `-i` per version: a bare name is ambiguous with two).
+    local ver
+    for ver in $(echo "$pkgs" | sed -n 's/^parking_lot v\([^ ]*\).*/\1/p'); do
+        echo "\$ cargo tree -i parking_lot@$ver -e normal,build,dev ${feats[*]}"
+        (cd "$work" && cargo tree "${OFFLINE[@]}" -i "parking_lot@$ver" -e normal,build,dev "${feats[@]}") 2>&1 || true
+    done >>"$log"
     echo "$pkgs" | sed 's/^/  in graph: /' >>"$log"
     if [[ -z $pkgs ]]; then
         note "$c: no parking_lot in the dependency graph at all"
         return 1
     fi
     local bad
+    # The 0.12 patch line is always there: a registry 0.12 is a miss for every entry.
     bad=$(echo "$pkgs" | grep -E '^parking_lot v0\.12\.' | grep -vF "($COMPAT)" || true)
+    bad+=$(echo "$pkgs" | grep -E "$major" | grep -vF "($compat)" || true)
     if [[ -n $bad ]]; then
         note "$c: the compat crate is not used; cargo tree shows: $(echo "$bad" | tr '\n' ' ')"
         return 1
     fi
-    if ! echo "$pkgs" | grep -qF "($COMPAT)"; then
-        note "$c: the compat crate at $COMPAT is not in the dependency graph"
+    if ! echo "$pkgs" | grep -qF "($compat)"; then
+        note "$c: the compat crate at $compat is not in the dependency graph"
         return 1
     fi
     local other
-    other=$(echo "$pkgs" | grep -vE '^parking_lot v0\.12\.' || true)
-    [[ -z $other ]] || note "$c: also depends on $(echo "$other" | tr '\n' ' ')(not 0.12: not patched)"
+    other=$(echo "$pkgs" | grep -vE "$major" | grep -vF "($COMPAT)" || true)
+    [[ -z $other ]] || note "$c: also depends on $(echo "$other" | tr '\n' ' ')(not patched)"
     return 0
 }
 
@@ -362,7 +422,7 @@ failed_tests() { # LOG -> names of failed tests, one per line
 }
 
 suite_lines() { # NAME -> fills the array SUITE with the suite's cargo test argument lines
-    mapfile -t SUITE < <(suite "$1" "$SCRATCH/src/$1-${VERSION[$1]}")
+    mapfile -t SUITE < <(suite "$1" "$SCRATCH/src/$(pkg_of "$1")-${VERSION[$1]}")
 }
 
 # build_suite NAME WORK MODE -> sets B_COMPILED (yes/no) and B_BUILD (seconds)
@@ -455,8 +515,8 @@ summarize() {
 }
 
 # The inverted-order probe. Sets P_VERDICT (ok/FAIL) and P_DETAIL.
-run_probe() { # WORK MODE
-    local work=$1 mode=$2 log=$SCRATCH/logs/probe-$2.log
+run_probe() { # NAME WORK MODE
+    local work=$2 mode=$3 log=$SCRATCH/logs/probe-$1-$3.log
     local file=tests/$PROBE_NAME.rs order1 order2 reports
     order1=$(grep -n '// PROBE-ORDER-1 ' "$PROBE_SRC" | cut -d: -f1 | tr '\n' ' ')
     order2=$(grep -n '// PROBE-ORDER-2 ' "$PROBE_SRC" | cut -d: -f1 | tr '\n' ' ')
@@ -519,7 +579,10 @@ for c in "${CRATES[@]}"; do
         fi
         if [[ $mode == patched && ${READY[$mode]} == 1 ]]; then
             USED[$mode]=no
-            if follow_patch "$work" parking_lot '^0\.12\.' "$log" && check_compat_used "$c" "$work" "$log"; then
+            # follow_patch matches bare versions (0.13.0), not cargo tree's `parking_lot v..`.
+            if follow_patch "$work" parking_lot '^0\.12\.' "$log" &&
+                follow_patch "$work" parking_lot "^$(major_of "$c" | sed 's/\./\\./g')\\." "$log" &&
+                check_compat_used "$c" "$work" "$log"; then
                 USED[$mode]=yes
             else
                 READY[$mode]=0
@@ -589,8 +652,8 @@ for c in "${CRATES[@]}"; do
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$v" "$mode" \
             "${COMPILED[$mode]}" "${BUILD[$mode]}" "$R_PASSED" "$R_FAILED" "$R_IGNORED" "$tt" "$each" \
             "$ratio" "$R_REPORTS" "${USED[$mode]}" "$R_NOTE" >>"$RESULTS"
-        if [[ $c == "$PROBE_CRATE" && ${COMPILED[$mode]} == yes ]]; then
-            run_probe "${WORK[$mode]}" "$mode"
+        if is_probe_crate "$c" && [[ ${COMPILED[$mode]} == yes ]]; then
+            run_probe "$c" "${WORK[$mode]}" "$mode"
             echo "    inverted-order probe ($mode): $P_VERDICT: $P_DETAIL"
             [[ $P_VERDICT == ok ]] || STATUS=1
         fi

@@ -5,12 +5,13 @@ use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use crate::dep::{CondDep, Track};
-use crate::raw;
+use crate::generic::MutexGuard;
 pub use crate::raw::WaitTimeoutResult;
-use crate::MutexGuard;
+use crate::raw::{self, CondvarMutex};
 
 /// A condition variable with the API of parking_lot 0.12's `Condvar`, waiting on this
-/// crate's [`MutexGuard`].
+/// crate's [`MutexGuard`](crate::MutexGuard) (or any `generic::MutexGuard<'_, R, T>` whose
+/// raw mutex `R` is a [`CondvarMutex`]).
 ///
 /// A wait releases the mutex and re-locks it before returning. Lockdep sees exactly that: a
 /// release, then a blocking re-acquire, validated with the locks the thread holds at that
@@ -76,9 +77,9 @@ impl Condvar {
 
     /// One wait: the release and validated re-acquire, then the raw wait.
     #[inline]
-    fn wait_once<T: ?Sized>(
+    fn wait_once<T: ?Sized, R: CondvarMutex>(
         &self,
-        guard: &mut MutexGuard<'_, T>,
+        guard: &mut MutexGuard<'_, R, T>,
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
@@ -95,8 +96,12 @@ impl Condvar {
         if let Some(map) = sleep {
             self.dep.sleep(map);
         }
-        // SAFETY: the guard holds `mutex`; it holds it again below, before the guard is used.
-        let woken = unsafe { self.inner.park_released(mutex, deadline, !tracked) };
+        // SAFETY: the guard holds `mutex`, which is the raw mutex `as_raw_mutex` returns
+        // (`CondvarMutex`'s contract); it holds it again below, before the guard is used.
+        let woken = unsafe {
+            self.inner
+                .park_released(mutex.as_raw_mutex(), deadline, !tracked)
+        };
         match sleep {
             Some(map) => {
                 // The sleep ends when the mutex is owned (or the re-lock's wait is announced,
@@ -121,9 +126,9 @@ impl Condvar {
         woken.result
     }
 
-    fn wait_while_deadline<T: ?Sized>(
+    fn wait_while_deadline<T: ?Sized, R: CondvarMutex>(
         &self,
-        guard: &mut MutexGuard<'_, T>,
+        guard: &mut MutexGuard<'_, R, T>,
         mut condition: impl FnMut(&mut T) -> bool,
         deadline: Option<Instant>,
         site: &'static Location<'static>,
@@ -140,16 +145,16 @@ impl Condvar {
     /// Releases the mutex, waits for a notification (or a spurious wake-up), re-locks.
     #[inline]
     #[track_caller]
-    pub fn wait<T: ?Sized>(&self, guard: &mut MutexGuard<'_, T>) {
+    pub fn wait<T: ?Sized, R: CondvarMutex>(&self, guard: &mut MutexGuard<'_, R, T>) {
         self.wait_once(guard, None, Location::caller());
     }
 
     /// Like [`wait`](Self::wait), giving up at `timeout` (an instant).
     #[inline]
     #[track_caller]
-    pub fn wait_until<T: ?Sized>(
+    pub fn wait_until<T: ?Sized, R: CondvarMutex>(
         &self,
-        guard: &mut MutexGuard<'_, T>,
+        guard: &mut MutexGuard<'_, R, T>,
         timeout: Instant,
     ) -> WaitTimeoutResult {
         self.wait_once(guard, Some(timeout), Location::caller())
@@ -159,9 +164,9 @@ impl Condvar {
     /// cannot be represented).
     #[inline]
     #[track_caller]
-    pub fn wait_for<T: ?Sized>(
+    pub fn wait_for<T: ?Sized, R: CondvarMutex>(
         &self,
-        guard: &mut MutexGuard<'_, T>,
+        guard: &mut MutexGuard<'_, R, T>,
         timeout: Duration,
     ) -> WaitTimeoutResult {
         let deadline = Instant::now().checked_add(timeout);
@@ -172,8 +177,11 @@ impl Condvar {
     /// wait); each wait is validated as above.
     #[inline]
     #[track_caller]
-    pub fn wait_while<T: ?Sized, F>(&self, guard: &mut MutexGuard<'_, T>, condition: F)
-    where
+    pub fn wait_while<T: ?Sized, R: CondvarMutex, F>(
+        &self,
+        guard: &mut MutexGuard<'_, R, T>,
+        condition: F,
+    ) where
         F: FnMut(&mut T) -> bool,
     {
         self.wait_while_deadline(guard, condition, None, Location::caller());
@@ -183,9 +191,9 @@ impl Condvar {
     /// wait times out (the condition is not checked again then), as parking_lot does.
     #[inline]
     #[track_caller]
-    pub fn wait_while_for<T: ?Sized, F>(
+    pub fn wait_while_for<T: ?Sized, R: CondvarMutex, F>(
         &self,
-        guard: &mut MutexGuard<'_, T>,
+        guard: &mut MutexGuard<'_, R, T>,
         condition: F,
         timeout: Duration,
     ) -> WaitTimeoutResult
@@ -199,9 +207,9 @@ impl Condvar {
     /// [`wait_while`](Self::wait_while) giving up at `timeout` (an instant).
     #[inline]
     #[track_caller]
-    pub fn wait_while_until<T: ?Sized, F>(
+    pub fn wait_while_until<T: ?Sized, R: CondvarMutex, F>(
         &self,
-        guard: &mut MutexGuard<'_, T>,
+        guard: &mut MutexGuard<'_, R, T>,
         condition: F,
         timeout: Instant,
     ) -> WaitTimeoutResult

@@ -54,4 +54,6 @@ pub(crate) use acquire::{
 pub(crate) use guard::{
     guard_core, guard_impls, guard_mut, guard_stable, mapped_guard, projections,
 };
-pub(crate) use surface::{default_from, force_unlocks, lock_surface, validator_queries};
+pub(crate) use surface::{
+    default_from, force_unlocks, into_inner_with_raw, lock_surface, validator_queries,
+};

@@ -48,6 +48,8 @@ impl<R: RawMutex, T> Mutex<R, T> {
         }
     }
 
+    super::into_inner_with_raw!(Mutex);
+
     /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
     #[inline]
     #[track_caller]

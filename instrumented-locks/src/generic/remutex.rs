@@ -60,6 +60,34 @@ impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
         }
     }
 
+    /// Consumes the mutex and returns its raw mutex, a thread-id source and the data
+    /// (lock_api 0.5's `into_inner_with_raw`). The thread-id source is `G::INIT`, not the
+    /// mutex's own (lock_api 0.4 keeps that private, and it is forgotten, not dropped): the
+    /// same for a stateless one such as [`RawThreadId`](crate::RawThreadId). If the mutex is
+    /// still locked (a forgotten guard), lockdep hears that it is destroyed while held, and
+    /// the raw mutex comes back locked.
+    #[inline]
+    pub fn into_inner_with_raw(self) -> (R, G, T) {
+        let me = std::mem::ManuallyDrop::new(self);
+        if me.inner.is_locked() {
+            me.dep.freed_while_locked();
+        }
+        // SAFETY: `me` is never used or dropped again, so each field is moved out exactly
+        // once (the `Drop` of the lock, which only checks, is skipped).
+        let (_dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };
+        let inner = std::mem::ManuallyDrop::new(inner);
+        // SAFETY: lock_api's re-entrant mutex has no `Drop` of its own; `inner` is never
+        // dropped, so reading the raw mutex and the data out of it moves each once (its owner
+        // word, count and thread-id source are forgotten). We own `inner`: no guard exists.
+        let (raw, data) = unsafe {
+            (
+                std::ptr::read(inner.raw()),
+                std::ptr::read(inner.data_ptr()),
+            )
+        };
+        (raw, G::INIT, data)
+    }
+
     /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
     #[inline]
     #[track_caller]

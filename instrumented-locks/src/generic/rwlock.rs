@@ -56,6 +56,8 @@ impl<R: RawRwLock, T> RwLock<R, T> {
         }
     }
 
+    super::into_inner_with_raw!(RwLock);
+
     /// The same as [`from_raw`](Self::from_raw) (lock_api's older name).
     #[inline]
     #[track_caller]

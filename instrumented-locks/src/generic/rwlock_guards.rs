@@ -396,6 +396,19 @@ impl<'a, R: RawRwLock, T: ?Sized> MappedRwLockReadGuard<'a, R, T> {
         [],
         try_map_or_else
     );
+
+    /// The same as [`try_map_or_else`](Self::try_map_or_else), under lock_api 0.5's name
+    /// (parking_lot 0.13 renamed it; the other guards have always used this one).
+    #[inline]
+    pub fn try_map_or_err<U: ?Sized, F, E>(
+        s: Self,
+        f: F,
+    ) -> Result<MappedRwLockReadGuard<'a, R, U>, (Self, E)>
+    where
+        F: FnOnce(&T) -> Result<&U, E>,
+    {
+        Self::try_map_or_else(s, f)
+    }
 }
 
 impl<'a, R: RawRwLock, T: ?Sized> MappedRwLockWriteGuard<'a, R, T> {

@@ -165,6 +165,39 @@ macro_rules! lock_surface {
 }
 pub(crate) use lock_surface;
 
+/// `into_inner_with_raw` (lock_api 0.5's, which parking_lot 0.13 users call) for a lock
+/// `Self { dep, inner: lock_api::$Lock<R, T> }` with one raw lock `R`, inside an
+/// `impl<R, T> $Lock<R, T>` block.
+macro_rules! into_inner_with_raw {
+    ($Lock:ident) => {
+        /// Consumes the lock and returns its raw lock and the data (lock_api 0.5's
+        /// `into_inner_with_raw`). If the lock is still locked (a forgotten guard), lockdep
+        /// hears that it is destroyed while held, as on drop, and the raw lock comes back
+        /// locked.
+        #[inline]
+        pub fn into_inner_with_raw(self) -> (R, T) {
+            let me = std::mem::ManuallyDrop::new(self);
+            if me.inner.is_locked() {
+                me.dep.freed_while_locked();
+            }
+            // SAFETY: `me` is never used or dropped again, so each field is moved out
+            // exactly once (the `Drop` of the lock, which only checks, is skipped).
+            let (_dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };
+            let inner = std::mem::ManuallyDrop::new(inner);
+            // SAFETY: lock_api's lock has no `Drop` of its own and owns exactly the raw lock
+            // and the data cell; `inner` is never dropped, so reading each out moves it once.
+            // Nothing else can reach `inner` (we own it), so no guard is broken.
+            unsafe {
+                (
+                    std::ptr::read(inner.raw()),
+                    std::ptr::read(inner.data_ptr()),
+                )
+            }
+        }
+    };
+}
+pub(crate) use into_inner_with_raw;
+
 /// `Default` and `From<T>` through `Self::new`, `#[track_caller]` so that the class is the
 /// caller's site. `impl[..]` lists the generic parameters other than `T`, each with a
 /// trailing comma.

@@ -68,9 +68,10 @@ impl WaitTimeoutResult {
     }
 
     /// True if the wait ended because the deadline passed, not because of a notification.
-    /// A notification that races with the deadline may be reported either way.
+    /// A notification that races with the deadline may be reported either way. `const`, as
+    /// in lock_api 0.5.
     #[inline]
-    pub fn timed_out(self) -> bool {
+    pub const fn timed_out(self) -> bool {
         self.0
     }
 }

@@ -98,6 +98,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod condvar;
+mod condvar_mutex;
 mod fair_mutex;
 mod mutex;
 mod once;
@@ -109,6 +110,7 @@ mod thread_id;
 use std::time::{Duration, Instant};
 
 pub use condvar::{Condvar, WaitTimeoutResult};
+pub use condvar_mutex::CondvarMutex;
 pub use fair_mutex::RawFairMutex;
 pub use mutex::RawMutex;
 pub use once::{Once, OnceState};

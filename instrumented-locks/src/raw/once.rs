@@ -14,7 +14,9 @@
 //! (Release, read by everybody's Acquire load); on unwind a drop guard swaps in `POISONED`.
 //! Either swap returns the old byte, and if `PARKED` was set the runner wakes all parked
 //! threads (`unpark_all`), which re-read the byte. A caller that finds `RUNNING` spins, sets
-//! `PARKED` and parks, validating `RUNNING | PARKED`.
+//! `PARKED` and parks, validating `RUNNING | PARKED`. [`Once::wait`] runs nothing: it sets
+//! `PARKED` in any state that is not `DONE` (no runner may have come yet) and parks until
+//! `DONE` (or `POISONED`, unless forced); a runner's claim keeps the bit.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -26,7 +28,7 @@ const POISONED: u8 = 0b0010;
 const RUNNING: u8 = 0b0100;
 const PARKED: u8 = 0b1000;
 
-/// The state of a [`Once`] (parking_lot 0.12's `OnceState`).
+/// The state of a [`Once`] (parking_lot's `OnceState`, with 0.13's query names too).
 #[derive(Copy, Clone, Eq, PartialEq, Debug)]
 pub enum OnceState {
     /// No closure has run yet.
@@ -43,14 +45,26 @@ pub enum OnceState {
 impl OnceState {
     /// Whether a closure panicked (and no later one completed).
     #[inline]
-    pub fn poisoned(self) -> bool {
-        self == OnceState::Poisoned
+    pub const fn poisoned(self) -> bool {
+        matches!(self, OnceState::Poisoned)
     }
 
     /// Whether a closure completed.
     #[inline]
-    pub fn done(self) -> bool {
-        self == OnceState::Done
+    pub const fn done(self) -> bool {
+        matches!(self, OnceState::Done)
+    }
+
+    /// The same as [`poisoned`](Self::poisoned) (parking_lot 0.13's name).
+    #[inline]
+    pub const fn is_poisoned(self) -> bool {
+        self.poisoned()
+    }
+
+    /// The same as [`done`](Self::done) (parking_lot 0.13's name).
+    #[inline]
+    pub const fn is_completed(self) -> bool {
+        self.done()
     }
 }
 
@@ -75,6 +89,103 @@ impl Once {
     pub const fn new() -> Once {
         Once {
             state: AtomicU8::new(0),
+        }
+    }
+
+    /// A `Once` that is already done: no closure will ever run on it (parking_lot 0.13's
+    /// `new_completed`, std's `Once` has the same). `const`.
+    #[inline]
+    pub const fn new_completed() -> Once {
+        Once {
+            state: AtomicU8::new(DONE),
+        }
+    }
+
+    /// Whether a closure completed (a snapshot). `true` comes with the closure's effects: a
+    /// caller that sees it may read what the closure initialised.
+    #[inline]
+    pub fn is_completed(&self) -> bool {
+        // Acquire: pairs with the runner's Release swap to `DONE`.
+        self.state.load(Ordering::Acquire) & DONE != 0
+    }
+
+    /// Blocks until a closure has completed (parking_lot 0.13's and std's `Once::wait`); it
+    /// runs nothing itself. Everything the closure did happens-before the return. Calling it
+    /// from the closure of the same `Once` deadlocks.
+    ///
+    /// # Panics
+    ///
+    /// Panics if the `Once` is poisoned and no closure runs now (use
+    /// [`wait_force`](Self::wait_force) to wait through poisoning).
+    #[inline]
+    pub fn wait(&self) {
+        if !self.is_completed() {
+            self.wait_slow(false);
+        }
+    }
+
+    /// Like [`wait`](Self::wait), but a poisoned `Once` is waited on too, until some
+    /// [`call_once_force`](Self::call_once_force) completes it.
+    #[inline]
+    pub fn wait_force(&self) {
+        if !self.is_completed() {
+            self.wait_slow(true);
+        }
+    }
+
+    /// Not done at the first look: park until a runner publishes `DONE` (or, without
+    /// `ignore_poison`, `POISONED`). A waiter sets `PARKED` whatever the state (a waiter may
+    /// come before any runner); the runner's claim keeps the bit and its [`Finish`] wakes
+    /// everybody parked.
+    #[cold]
+    fn wait_slow(&self, ignore_poison: bool) {
+        let mut spin = SpinWait::new();
+        let refused = |state: u8| !ignore_poison && state & (POISONED | RUNNING) == POISONED;
+        // Acquire: a `DONE` seen here must come with the closure's effects.
+        let mut state = self.state.load(Ordering::Acquire);
+        loop {
+            if state & DONE != 0 {
+                return;
+            }
+            if refused(state) {
+                panic!("Once instance has previously been poisoned");
+            }
+            if state & (PARKED | RUNNING) == RUNNING && spin.spin() {
+                // Acquire: as above.
+                state = self.state.load(Ordering::Acquire);
+                continue;
+            }
+            if state & PARKED == 0 {
+                // Relaxed on success: `PARKED` only asks the runner to wake us; the park
+                // re-checks it. Acquire on failure: the value may be `DONE`.
+                if let Err(now) = self.state.compare_exchange_weak(
+                    state,
+                    state | PARKED,
+                    Ordering::Relaxed,
+                    Ordering::Acquire,
+                ) {
+                    state = now;
+                    continue;
+                }
+            }
+            // SAFETY: our own key; the callbacks neither panic nor call into parking_lot_core.
+            unsafe {
+                parking_lot_core::park(
+                    self.key(),
+                    || {
+                        // Relaxed: the bucket lock orders this against the runner's wake-up.
+                        let now = self.state.load(Ordering::Relaxed);
+                        now & DONE == 0 && now & PARKED != 0 && !refused(now)
+                    },
+                    || {},
+                    |_, _| {},
+                    DEFAULT_PARK_TOKEN,
+                    None,
+                );
+            }
+            spin.reset();
+            // Acquire: as above.
+            state = self.state.load(Ordering::Acquire);
         }
     }
 

@@ -1,0 +1,1 @@
+//! Empty: the program is in `tests/`.
