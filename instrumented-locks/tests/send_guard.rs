@@ -195,4 +195,32 @@ mod send {
         assert_eq!(lockdep::held_count(), 0);
         assert_reports!();
     }
+
+    /// A guard released on another thread leaves the acquiring thread's shared record at
+    /// once for other threads' eyes, before that thread's next lock operation applies the
+    /// release: the dump shows no holder, and unregistering the lock's key elsewhere is no
+    /// "key unregistered while held".
+    #[test]
+    fn a_guard_released_elsewhere_is_not_held_in_other_threads_eyes() {
+        let _h = start();
+        let key = lockdep::DynamicKey::new("moved key");
+        let m = Mutex::with_dynamic_key(0, &key, "moved lock");
+        let instance = std::ptr::from_ref(m.lock_map().unwrap()).addr();
+        let g = m.lock();
+        std::thread::scope(|s| s.spawn(move || drop(g)).join().unwrap());
+        // No lock operation on this thread since: its record still has the entry, with the
+        // release waiting in its mailbox.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let d = lockdep::all_held_locks();
+                assert!(d.holders_of(instance).is_empty(), "{d}");
+            })
+            .join()
+            .unwrap();
+        });
+        drop(m);
+        std::thread::scope(|s| s.spawn(|| key.unregister()).join().unwrap());
+        assert_reports!();
+        assert_eq!(lockdep::held_count(), 0);
+    }
 }

@@ -535,6 +535,22 @@ impl Record {
         self.unusual.load(Ordering::Relaxed) & MAIL != 0
     }
 
+    /// Takes off a copy of the stack what the mail waiting for its owner will take off (a
+    /// guard released on another thread, a lock freed): those locks are no longer held, even
+    /// if the owner has not made the lock operation that applies the mail yet. Called after
+    /// the copy: mail posted before it is in the box (a poster posts before the raw unlock),
+    /// and mail the owner applied since is in neither.
+    fn without_posted(&self, held: &mut Vec<RawSlot>) {
+        let mail = self.mail.lock().unwrap_or_else(|e| e.into_inner());
+        for m in mail.iter() {
+            if m.all {
+                held.retain(|e| e.instance() != m.instance);
+            } else if let Some(i) = held.iter().rposition(|e| e.instance() == m.instance) {
+                held.remove(i);
+            }
+        }
+    }
+
     /// Takes the mail (the owner).
     pub(crate) fn take_mail(&self) -> Vec<Mail> {
         let mut m = self.mail.lock().unwrap_or_else(|e| e.into_inner());
@@ -631,11 +647,13 @@ impl Record {
                     count,
                     condvar,
                 });
+                let mut held: Vec<RawSlot> = held.into_iter().filter(RawSlot::written).collect();
+                self.without_posted(&mut held);
                 return Some(Snapshot {
                     holder: Holder::new(self.index, generation),
                     progress: s1 ^ (word >> DEPTH_BITS).rotate_left(32),
                     record: self,
-                    held: held.into_iter().filter(RawSlot::written).collect(),
+                    held,
                     wait,
                 });
             }

@@ -287,6 +287,11 @@ impl Slot {
 }
 
 impl RawSlot {
+    /// The instance this copy names (a plain number: no decoding needed).
+    pub fn instance(&self) -> usize {
+        self.instance
+    }
+
     /// Whether the slot was ever written (a fresh slot has null pointers).
     pub fn written(&self) -> bool {
         !self.site.is_null() && !self.name_ptr.is_null()
