@@ -386,3 +386,56 @@ fn lock_stat_leaves_a_condvar_sleep_out_of_the_hold_time() {
     );
     assert_reports!();
 }
+
+/// A release made while lock_stat is off leaves nothing that a later release times: a hold
+/// of a few instructions switched around is never recorded as the time between the switches.
+#[test]
+fn lock_stat_switched_off_and_on_times_no_hold_across_the_switches() {
+    let _h = start();
+    lockdep::reset_lock_stat();
+    lockdep::set_lock_stat(true);
+    let m = Mutex::named(0u32, "stat toggled M");
+    let g = m.lock();
+    lockdep::set_lock_stat(false);
+    drop(g); // not seen by lock_stat: its start stays behind in the thread's table
+    let gap = std::time::Instant::now();
+    while gap.elapsed() < std::time::Duration::from_millis(50) {
+        std::hint::spin_loop();
+    }
+    lockdep::set_lock_stat(true);
+    *m.lock() += 1;
+    lockdep::set_lock_stat(false);
+    let s = lockdep::lock_stat();
+    let c = s.class("stat toggled M").expect("stats of M");
+    assert_eq!((c.acquisitions, c.hold.count), (2, 1), "{c:?}");
+    assert!(
+        c.hold.max_ns < 25_000_000,
+        "a hold across the switches: {c:?}"
+    );
+    assert_reports!();
+}
+
+/// lock_stat keeps exited threads' counts, merged per class, and frees their tables: many
+/// short threads leave one class entry with every count.
+#[test]
+fn lock_stat_keeps_the_counts_of_exited_threads() {
+    let _h = start();
+    lockdep::reset_lock_stat();
+    lockdep::set_lock_stat(true);
+    let m = Arc::new(Mutex::named(0u32, "stat churn M"));
+    for _ in 0..50 {
+        let m = Arc::clone(&m);
+        std::thread::spawn(move || {
+            for _ in 0..3 {
+                *m.lock() += 1;
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    lockdep::set_lock_stat(false);
+    let s = lockdep::lock_stat();
+    let c = s.class("stat churn M").expect("stats of M");
+    assert_eq!((c.acquisitions, c.hold.count), (150, 150), "{c:?}");
+    assert_reports!();
+}

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::Location;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
@@ -23,11 +23,41 @@ use crate::map::LockMap;
 
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// Every thread's table, exited threads' included (their counts stay).
+/// Every running thread's table.
 static TABLES: Mutex<Vec<Arc<Mutex<Table>>>> = Mutex::new(Vec::new());
 
+/// The counts of exited threads, merged per class when each exits (so that memory stays
+/// bounded by the running threads' tables plus one set of counts per class, whatever the
+/// thread churn).
+static RETIRED: Mutex<Option<hashbrown::HashMap<Key, Counts>>> = Mutex::new(None);
+
+/// Bumped each time lock_stat is switched on: a thread's table drops the holds and the wait
+/// it recorded under an earlier switch-on (a release made while lock_stat was off left them
+/// there), so a hold is always timed within one on-period.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// This thread's table; at thread exit its counts go to [`RETIRED`] and the table is freed.
+struct Mine(Option<Arc<Mutex<Table>>>);
+
+impl Drop for Mine {
+    fn drop(&mut self) {
+        let Some(t) = self.0.take() else {
+            return;
+        };
+        // The list's lock first, then the table's (as `lock_stat` takes them).
+        let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+        tables.retain(|other| !Arc::ptr_eq(other, &t));
+        let table = t.lock().unwrap_or_else(|e| e.into_inner());
+        let mut retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+        let retired = retired.get_or_insert_with(hashbrown::HashMap::new);
+        for (k, c) in table.counts.iter().filter(|(_, c)| c.acquisitions > 0) {
+            retired.entry(*k).or_insert_with(Counts::new).merge(c);
+        }
+    }
+}
+
 thread_local! {
-    static MINE: RefCell<Option<Arc<Mutex<Table>>>> = const { RefCell::new(None) };
+    static MINE: RefCell<Mine> = const { RefCell::new(Mine(None)) };
 }
 
 /// How many contention sites a class keeps (the kernel keeps four).
@@ -49,6 +79,8 @@ struct Table {
     /// The holding (see [`Holder`]) of the thread this table belongs to, once it has one: a
     /// guard released on another thread finds its hold here ([`release_from`]).
     holder: Option<Holder>,
+    /// The [`EPOCH`] its holds and wait were recorded under.
+    epoch: u64,
 }
 
 impl Table {
@@ -76,9 +108,10 @@ impl Counts {
         Counts {
             acquisitions: 0,
             contentions: 0,
-            // Three significant digits, growing as needed: never an error on record.
-            wait: Histogram::new(3).expect("3 significant digits is a valid precision"),
-            hold: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            // Two significant digits (1%), growing as needed (see `record`): a few KiB per
+            // class and thread for times up to hours.
+            wait: Histogram::new(2).expect("2 significant digits is a valid precision"),
+            hold: Histogram::new(2).expect("2 significant digits is a valid precision"),
             sites: hashbrown::HashMap::new(),
         }
     }
@@ -107,6 +140,11 @@ pub(crate) fn on() -> bool {
 /// Turns lock_stat on or off (off by default). Counts kept so far stay until
 /// [`reset_lock_stat`]. Locks already held when it is turned on have no hold time. Thread-safe.
 pub fn set_lock_stat(on: bool) {
+    if on {
+        // Relaxed: a number the tables compare with; an event racing with the switch is
+        // counted under the old epoch or the new one, either way within one on-period.
+        EPOCH.fetch_add(1, Ordering::Relaxed);
+    }
     // Relaxed: see `on`; every thread's record gets the switch's bit, under the same mutex.
     crate::held::record::set_stat_all(on, || ON.store(on, Ordering::Relaxed));
 }
@@ -120,6 +158,7 @@ pub fn reset_lock_stat() {
             *c = Counts::new();
         }
     }
+    *RETIRED.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 fn with_table(f: impl FnOnce(&mut Table)) {
@@ -127,7 +166,7 @@ fn with_table(f: impl FnOnce(&mut Table)) {
         let Ok(mut m) = m.try_borrow_mut() else {
             return;
         };
-        let t = m.get_or_insert_with(|| {
+        let t = m.0.get_or_insert_with(|| {
             let t = Arc::new(Mutex::new(Table::default()));
             TABLES
                 .lock()
@@ -138,6 +177,13 @@ fn with_table(f: impl FnOnce(&mut Table)) {
         let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
         if t.holder.is_none() {
             t.holder = crate::thread::current_holder();
+        }
+        // Relaxed: see `EPOCH`.
+        let epoch = EPOCH.load(Ordering::Relaxed);
+        if t.epoch != epoch {
+            t.holding.clear();
+            t.waiting = None;
+            t.epoch = epoch;
         }
         f(&mut t);
     });
@@ -233,6 +279,10 @@ pub(crate) fn release_from(holder: Holder, map: &LockMap) {
         if t.holder != Some(holder) {
             continue;
         }
+        // Relaxed: see `EPOCH`. A hold from before the last switch-on is not timed.
+        if t.epoch != EPOCH.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(i) = t.holding.iter().rposition(|h| h.0 == map.instance()) {
             let (_, place, since) = t.holding.remove(i);
             record(&mut t.counts[place].1.hold, now.saturating_sub(since));
@@ -307,6 +357,11 @@ pub struct LockStat {
 /// Takes each thread's table lock in turn and the graph lock once. Thread-safe.
 pub fn lock_stat() -> LockStat {
     let mut merged: HashMap<Key, Counts> = HashMap::new();
+    if let Some(retired) = RETIRED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        for (k, c) in retired {
+            merged.entry(*k).or_insert_with(Counts::new).merge(c);
+        }
+    }
     for t in TABLES.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         let t = t.lock().unwrap_or_else(|e| e.into_inner());
         for (k, c) in t.counts.iter().filter(|(_, c)| c.acquisitions > 0) {
@@ -488,11 +543,11 @@ mod tests {
         }
         assert_eq!(h.len(), 4);
         assert_eq!(h.min(), 2);
-        // Three significant digits.
+        // Two significant digits: within 1%.
         let max = h.max();
-        assert!(max.abs_diff(3_600_000_000_000) <= 3_600_000_000, "{max}");
+        assert!(max.abs_diff(3_600_000_000_000) <= 36_000_000_000, "{max}");
         let p50 = h.value_at_quantile(0.5);
-        assert!(p50.abs_diff(1_500) <= 2, "{p50}");
+        assert!(p50.abs_diff(1_500) <= 15, "{p50}");
     }
 
     fn class(name: &str, contentions: u64) -> ClassStat {
