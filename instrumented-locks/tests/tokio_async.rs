@@ -736,8 +736,28 @@ fn the_dump_shows_a_task_holding_an_async_lock_between_polls() {
                 d.to_string().contains("lock held by task") && d.to_string().contains("dump_a"),
                 "{flavour}:{d}"
             );
+            // A second task waits for the lock: shown waiting for it, not holding it.
+            let a2 = a.clone();
+            let waiter = spawn(async move {
+                drop(a2.lock().await);
+            });
+            let d = loop {
+                let d = lockdep::all_held_locks();
+                if d.tasks.iter().any(|t| t.waiting.as_ref().is_some_and(is_a)) {
+                    break d;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{flavour}: hang guard:{d}"
+                );
+                tokio::task::yield_now().await;
+            };
+            let holders: Vec<_> = d.tasks.iter().filter(|t| t.held.iter().any(is_a)).collect();
+            assert_eq!(holders.len(), 1, "{flavour}: one holder:{d}");
+            assert!(d.to_string().contains("waiting for: "), "{flavour}:{d}");
             go_tx.send(()).expect("holder alive");
             holder.await.expect("holder");
+            waiter.await.expect("waiter");
             let d = lockdep::all_held_locks();
             assert!(d.tasks.is_empty(), "{flavour}:{d}");
         });

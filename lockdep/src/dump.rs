@@ -98,9 +98,10 @@ pub fn all_held_locks() -> AllLocks {
         threads: build::all_threads(&g.graph, &snaps),
         tasks: between_polls
             .iter()
-            .map(|(task, held)| TaskLocks {
-                task: *task,
-                held: held.iter().map(|h| build::lock(&g.graph, h)).collect(),
+            .map(|t| TaskLocks {
+                task: t.task,
+                held: t.held.iter().map(|h| build::lock(&g.graph, h)).collect(),
+                waiting: t.waiting.as_ref().map(|h| build::lock(&g.graph, h)),
             })
             .collect(),
     }

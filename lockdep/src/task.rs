@@ -95,6 +95,10 @@ struct Saved {
     spare_owned: Vec<usize>,
     /// The record is in [`LISTED`] (for the dump), or about to be.
     listed: bool,
+    /// The instance of the held async lock the task is still waiting to get
+    /// ([`TaskHeld::set_waiting`]): its entry was pushed when the acquisition was validated,
+    /// before the wait, but the dump shows it as waited for, not held.
+    waiting: Option<usize>,
 }
 
 impl Saved {
@@ -166,10 +170,19 @@ fn listed() -> MutexGuard<'static, Listed> {
     LISTED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The async locks of every task that holds some between polls (no thread runs it now), as
-/// (task number, entries bottom first). For the all-threads dump; takes the task list's lock
-/// and each listed task's record lock in turn.
-pub(crate) fn held_between_polls() -> Vec<(u64, Vec<HeldLock>)> {
+/// One task's async locks between polls, for the dump.
+pub(crate) struct BetweenPolls {
+    pub task: u64,
+    /// Held, bottom first.
+    pub held: Vec<HeldLock>,
+    /// The one it is waiting to get (pushed before the wait, so not among `held`).
+    pub waiting: Option<HeldLock>,
+}
+
+/// The async locks of every task that holds or waits for some between polls (no thread runs
+/// it now). For the all-threads dump; takes the task list's lock and each listed task's
+/// record lock in turn.
+pub(crate) fn held_between_polls() -> Vec<BetweenPolls> {
     let mut list = listed();
     list.prune();
     list.records
@@ -177,7 +190,19 @@ pub(crate) fn held_between_polls() -> Vec<(u64, Vec<HeldLock>)> {
         .filter_map(|w| {
             let r = w.upgrade()?;
             let saved = r.saved();
-            (!saved.polling && !saved.held.is_empty()).then(|| (r.id, saved.held.clone()))
+            if saved.polling || saved.held.is_empty() {
+                return None;
+            }
+            let mut held = saved.held.clone();
+            let waiting = saved
+                .waiting
+                .and_then(|i| held.iter().rposition(|h| h.instance == i))
+                .map(|i| held.remove(i));
+            Some(BetweenPolls {
+                task: r.id,
+                held,
+                waiting,
+            })
         })
         .collect()
 }
@@ -413,6 +438,18 @@ impl TaskHeld {
     /// The owner task's number, if held.
     pub fn task(&self) -> Option<u64> {
         self.owner.as_ref().map(|r| r.id)
+    }
+
+    /// Says that the owner task is waiting (`Some(map)`) to get the async lock `map` whose
+    /// entry this token holds, or no longer is (`None`: it has the lock, or gave up). While
+    /// it waits, the all-threads dump shows the lock as the task's wait, not as held by it
+    /// (the entry itself stays: the acquisition was validated before the wait). Call it
+    /// around the wait of a contended acquisition only. Takes the task record's lock; does
+    /// nothing for a token that holds nothing.
+    pub fn set_waiting(&self, map: Option<&LockMap>) {
+        if let Some(r) = &self.owner {
+            r.saved().waiting = map.map(LockMap::instance);
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! What an async guard carries: the lock's map and who holds its entry, released on drop.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use lockdep::{LockMap, Mode, TaskContext, TaskHeld};
@@ -78,6 +79,29 @@ impl<'a> Held<'a> {
                 }
             }
             _ => Held::none(),
+        }
+    }
+
+    /// Runs `wait`, the lock's contended wait, with the task shown waiting for the lock
+    /// meanwhile (`lockdep::TaskHeld::set_waiting`: the dump shows the entry as waited for,
+    /// not held), also if the wait is cancelled. Only the contended case comes here: the
+    /// callers try the lock first.
+    pub(crate) async fn waiting<F: Future>(&self, wait: F) -> F::Output {
+        /// Ends the shown wait, on completion or cancellation.
+        struct Done<'h, 'a>(&'h Held<'a>);
+        impl Drop for Done<'_, '_> {
+            fn drop(&mut self) {
+                self.0.show_waiting(false);
+            }
+        }
+        self.show_waiting(true);
+        let _done = Done(self);
+        wait.await
+    }
+
+    fn show_waiting(&self, waiting: bool) {
+        if let Token::Task(t) | Token::Auto(t, _) = &self.token {
+            t.set_waiting(self.map.filter(|_| waiting));
         }
     }
 

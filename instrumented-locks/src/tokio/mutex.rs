@@ -119,7 +119,11 @@ impl<T: ?Sized> Mutex<T> {
         let site = Location::caller();
         async move {
             let held = Held::acquire(self.dep.map(), Mode::Exclusive, site);
-            let inner = self.inner.lock().await;
+            // Tried first, so that only a contended acquisition shows the task waiting.
+            let inner = match self.inner.try_lock() {
+                Ok(inner) => inner,
+                Err(_) => held.waiting(self.inner.lock()).await,
+            };
             MutexGuard {
                 held,
                 lock: self,
@@ -179,7 +183,11 @@ impl<T: ?Sized + 'static> Mutex<T> {
             // borrows) before it; the mutex does not move while an `Arc` of it lives.
             let lock: &'static Mutex<T> = unsafe { &*Arc::as_ptr(&self) };
             let held = Held::acquire(lock.dep.map(), Mode::Exclusive, site);
-            let inner = lock.inner.lock().await;
+            // Tried first, so that only a contended acquisition shows the task waiting.
+            let inner = match lock.inner.try_lock() {
+                Ok(inner) => inner,
+                Err(_) => held.waiting(lock.inner.lock()).await,
+            };
             OwnedMutexGuard {
                 _held: held,
                 inner,

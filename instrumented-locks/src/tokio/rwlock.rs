@@ -108,7 +108,11 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let held = Held::acquire(self.dep.map(), Mode::Read, site);
-            let inner = self.inner.read().await;
+            // Tried first, so that only a contended acquisition shows the task waiting.
+            let inner = match self.inner.try_read() {
+                Ok(inner) => inner,
+                Err(_) => held.waiting(self.inner.read()).await,
+            };
             RwLockReadGuard { held, inner }
         }
     }
@@ -119,7 +123,11 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let held = Held::acquire(self.dep.map(), Mode::Exclusive, site);
-            let inner = self.inner.write().await;
+            // Tried first, so that only a contended acquisition shows the task waiting.
+            let inner = match self.inner.try_write() {
+                Ok(inner) => inner,
+                Err(_) => held.waiting(self.inner.write()).await,
+            };
             RwLockWriteGuard { held, inner }
         }
     }
@@ -173,7 +181,11 @@ impl<T: ?Sized + 'static> RwLock<T> {
             // `inner`) before it; the lock does not move while an `Arc` of it lives.
             let lock: &'static RwLock<T> = unsafe { &*Arc::as_ptr(&self) };
             let held = Held::acquire(lock.dep.map(), Mode::Read, site);
-            let inner = lock.inner.read().await;
+            // Tried first, so that only a contended acquisition shows the task waiting.
+            let inner = match lock.inner.try_read() {
+                Ok(inner) => inner,
+                Err(_) => held.waiting(lock.inner.read()).await,
+            };
             OwnedRwLockReadGuard {
                 held,
                 inner,
@@ -218,7 +230,11 @@ impl<T: ?Sized + 'static> RwLock<T> {
             // SAFETY: as in `read_owned`.
             let lock: &'static RwLock<T> = unsafe { &*Arc::as_ptr(&self) };
             let held = Held::acquire(lock.dep.map(), Mode::Exclusive, site);
-            let inner = lock.inner.write().await;
+            // Tried first, so that only a contended acquisition shows the task waiting.
+            let inner = match lock.inner.try_write() {
+                Ok(inner) => inner,
+                Err(_) => held.waiting(lock.inner.write()).await,
+            };
             OwnedRwLockWriteGuard {
                 held,
                 inner,

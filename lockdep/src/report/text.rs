@@ -525,14 +525,24 @@ pub(crate) fn thread_locks(f: &mut fmt::Formatter<'_>, t: &ThreadLocks) -> fmt::
 impl fmt::Display for TaskLocks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = if self.held.len() == 1 { "" } else { "s" };
-        writeln!(
-            f,
-            "{} lock{s} held by task {} (between polls, on no thread):",
-            self.held.len(),
-            self.task
-        )?;
+        match self.held.len() {
+            0 => writeln!(
+                f,
+                "no locks held by task {} (between polls, on no thread).",
+                self.task
+            )?,
+            n => writeln!(
+                f,
+                "{n} lock{s} held by task {} (between polls, on no thread):",
+                self.task
+            )?,
+        }
         for (i, l) in self.held.iter().enumerate() {
             write!(f, " #{i}: ")?;
+            lock_line(f, l)?;
+        }
+        if let Some(l) = &self.waiting {
+            write!(f, " waiting for: ")?;
             lock_line(f, l)?;
         }
         Ok(())

@@ -76,6 +76,9 @@ pub struct TaskLocks {
     pub task: u64,
     /// The async locks it holds, bottom first.
     pub held: Vec<LockDesc>,
+    /// The async lock it is waiting to get, if any (its acquisition was validated; the lock
+    /// is held by another task or thread).
+    pub waiting: Option<LockDesc>,
 }
 
 /// A lock a thread is blocked on (a contended acquisition; its site is where it was called).
