@@ -439,3 +439,24 @@ fn lock_stat_keeps_the_counts_of_exited_threads() {
     assert_eq!((c.acquisitions, c.hold.count), (150, 150), "{c:?}");
     assert_reports!();
 }
+
+/// A lower depth limit reaches a thread whose fast path already has room for the locks it
+/// takes: its next acquisition past the new limit is reported.
+#[test]
+fn a_lower_depth_limit_takes_effect_on_the_next_acquire() {
+    let _h = start();
+    let a = Mutex::named(0u32, "depth limit A");
+    let b = Mutex::named(0u32, "depth limit B");
+    for _ in 0..3 {
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    assert_reports!();
+    lockdep::set_max_depth(1);
+    {
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
+    assert_reports!(Report::CapacityExhausted { .. });
+}

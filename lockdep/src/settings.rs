@@ -14,10 +14,13 @@ static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
 /// that takes a thread's depth from `depth` to `depth + 1` is an episode (rate limited, see
 /// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted)'s `episode`). Locks above
 /// the limit are still tracked and validated. Default [`DEFAULT_MAX_DEPTH`] (48, as the
-/// kernel). Thread-safe; takes effect on the next acquire.
+/// kernel). Thread-safe; takes effect on every thread's next acquire (each thread's fast path
+/// is sent to the slow path once, which reads the new limit).
 pub fn set_max_depth(depth: usize) {
-    // Relaxed: an independent setting.
+    // Relaxed: an independent setting; the nudge below (under each record's mailbox mutex)
+    // makes every thread's next operation read it on its slow path.
     MAX_DEPTH.store(depth, Ordering::Relaxed);
+    crate::held::record::Record::nudge_all();
 }
 
 #[inline]

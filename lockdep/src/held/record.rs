@@ -560,6 +560,17 @@ impl Record {
         std::mem::take(&mut *m)
     }
 
+    /// Sends every owner's fast paths to the slow path once, with no mail (the MAIL bit alone:
+    /// the owner's next lock operation takes an empty mailbox and, as every slow path does,
+    /// recomputes what its fast path may do): a setting the fast paths depend on changed.
+    pub(crate) fn nudge_all() {
+        for r in all() {
+            let _m = r.mail.lock().unwrap_or_else(|e| e.into_inner());
+            // Relaxed: as in `post`; set under the mailbox mutex, cleared under it.
+            r.unusual.fetch_or(MAIL, Ordering::Relaxed);
+        }
+    }
+
     /// Posts mail to the owner of `holder`, if that holding is still current; false if not.
     pub(crate) fn post(holder: Holder, mail: Mail) -> bool {
         let Some(r) = find(holder) else {
