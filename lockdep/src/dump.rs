@@ -80,9 +80,11 @@ impl fmt::Display for AllLocks {
 /// between polls.
 ///
 /// Each thread's part is consistent (copied while its owner did not change it; the copy
-/// retries otherwise), but the threads are copied one after the other, so a lock that changes
-/// hands during the dump may show twice or not at all: take it while the threads of interest
-/// are blocked. Takes the graph lock once, for class names. Thread-safe; allocates; never
+/// retries otherwise), but the threads are copied one after the other, and the tasks after
+/// the threads, so a lock that changes hands during the dump may show twice or not at all,
+/// and so may the locks of a task whose poll starts or ends meanwhile (during a poll they are
+/// on the polling thread's stack, between polls in the task list): take it while the threads
+/// and tasks of interest are blocked or waiting. Takes the graph lock once, for class names. Thread-safe; allocates; never
 /// blocks on a lock the threads being dumped can hold.
 pub fn all_held_locks() -> AllLocks {
     let snaps = thread::snapshots();
