@@ -13,25 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::{assert_reports, next_about, start, HANG};
+use common::{assert_reports, dump_when, next_about, start, HANG};
 use instrumented_locks::{Condvar, Mutex};
 use lockdep::{AllLocks, KeyMisuse, Report, ThreadLocks, WatchdogReport};
-
-/// Polls the dump until `ready` holds for it.
-fn dump_when(ready: impl Fn(&AllLocks) -> bool) -> AllLocks {
-    let start = Instant::now();
-    loop {
-        let d = lockdep::all_held_locks();
-        if ready(&d) {
-            return d;
-        }
-        assert!(
-            start.elapsed() < HANG,
-            "hang guard: never saw the state; last dump:{d}"
-        );
-        std::thread::yield_now();
-    }
-}
 
 fn named<'a>(d: &'a AllLocks, prefix: &str) -> Vec<&'a ThreadLocks> {
     d.threads

@@ -8,27 +8,10 @@ mod common;
 
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
-use std::time::Instant;
 
-use common::{assert_reports, start, HANG};
+use common::{assert_reports, dump_when, start};
 use instrumented_locks::{Mutex, RwLock};
 use lockdep::{AllLocks, KeyMisuse, Mode, Report};
-
-/// Polls the dump until `ready` holds for it (a thread blocked where the test wants it).
-fn dump_when(ready: impl Fn(&AllLocks) -> bool) -> AllLocks {
-    let start = Instant::now();
-    loop {
-        let d = lockdep::all_held_locks();
-        if ready(&d) {
-            return d;
-        }
-        assert!(
-            start.elapsed() < HANG,
-            "hang guard: never saw the state; last dump:{d}"
-        );
-        std::thread::yield_now();
-    }
-}
 
 fn thread_named<'a>(d: &'a AllLocks, name: &str) -> &'a lockdep::ThreadLocks {
     d.threads

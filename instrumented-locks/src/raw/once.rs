@@ -155,33 +155,11 @@ impl Once {
                 state = self.state.load(Ordering::Acquire);
                 continue;
             }
-            if state & PARKED == 0 {
-                // Relaxed on success: `PARKED` only asks the runner to wake us; the park
-                // re-checks it. Acquire on failure: the value may be `DONE`.
-                if let Err(now) = self.state.compare_exchange_weak(
-                    state,
-                    state | PARKED,
-                    Ordering::Relaxed,
-                    Ordering::Acquire,
-                ) {
-                    state = now;
-                    continue;
-                }
-            }
-            // SAFETY: our own key; the callbacks neither panic nor call into parking_lot_core.
-            unsafe {
-                parking_lot_core::park(
-                    self.key(),
-                    || {
-                        // Relaxed: the bucket lock orders this against the runner's wake-up.
-                        let now = self.state.load(Ordering::Relaxed);
-                        now & DONE == 0 && now & PARKED != 0 && !refused(now)
-                    },
-                    || {},
-                    |_, _| {},
-                    DEFAULT_PARK_TOKEN,
-                    None,
-                );
+            if let Err(now) = self.park(state, |now| {
+                now & DONE == 0 && now & PARKED != 0 && !refused(now)
+            }) {
+                state = now;
+                continue;
             }
             spin.reset();
             // Acquire: as above.
@@ -251,6 +229,36 @@ impl Once {
         self as *const Once as usize
     }
 
+    /// Parks until the runner wakes us, `state` being the last value seen (a run in
+    /// progress): first sets `PARKED` (the runner's cue to wake its waiters) if it is not
+    /// set; `Err` with the new value if that failed (the caller looks again). `sleep` tells,
+    /// from the value under the bucket lock, whether to sleep still.
+    fn park(&self, state: u8, sleep: impl Fn(u8) -> bool) -> Result<(), u8> {
+        if state & PARKED == 0 {
+            // Relaxed on success: `PARKED` only asks the runner to wake us; the park
+            // re-checks it. Acquire on failure: the value may be `DONE`.
+            self.state.compare_exchange_weak(
+                state,
+                state | PARKED,
+                Ordering::Relaxed,
+                Ordering::Acquire,
+            )?;
+        }
+        // SAFETY: our own key; the callbacks neither panic nor call into parking_lot_core.
+        unsafe {
+            parking_lot_core::park(
+                self.key(),
+                // Relaxed: the bucket lock orders this against the runner's wake-up.
+                || sleep(self.state.load(Ordering::Relaxed)),
+                || {},
+                |_, _| {},
+                DEFAULT_PARK_TOKEN,
+                None,
+            );
+        }
+        Ok(())
+    }
+
     /// Not done at the first look: claim the run or wait for the running thread.
     #[cold]
     fn call_once_slow(&self, ignore_poison: bool, f: &mut dyn FnMut(OnceState)) {
@@ -283,30 +291,9 @@ impl Once {
                 state = self.state.load(Ordering::Acquire);
                 continue;
             }
-            if state & PARKED == 0 {
-                // Relaxed on success: `PARKED` only asks the runner to wake us; the park
-                // re-checks it. Acquire on failure: the value may be `DONE`.
-                if let Err(now) = self.state.compare_exchange_weak(
-                    state,
-                    state | PARKED,
-                    Ordering::Relaxed,
-                    Ordering::Acquire,
-                ) {
-                    state = now;
-                    continue;
-                }
-            }
-            // SAFETY: our own key; the callbacks neither panic nor call into parking_lot_core.
-            unsafe {
-                parking_lot_core::park(
-                    self.key(),
-                    // Relaxed: the bucket lock orders this against the runner's wake-up.
-                    || self.state.load(Ordering::Relaxed) == RUNNING | PARKED,
-                    || {},
-                    |_, _| {},
-                    DEFAULT_PARK_TOKEN,
-                    None,
-                );
+            if let Err(now) = self.park(state, |now| now == RUNNING | PARKED) {
+                state = now;
+                continue;
             }
             spin.reset();
             // Acquire: as above.

@@ -152,3 +152,20 @@ pub fn next_about(
         }
     }
 }
+
+/// Polls the all-threads dump until `ready` holds for it (a thread blocked or asleep where
+/// the test wants it), within [`HANG`] (a hang guard: panics with the last dump).
+pub fn dump_when(ready: impl Fn(&lockdep::AllLocks) -> bool) -> lockdep::AllLocks {
+    let start = std::time::Instant::now();
+    loop {
+        let d = lockdep::all_held_locks();
+        if ready(&d) {
+            return d;
+        }
+        assert!(
+            start.elapsed() < HANG,
+            "hang guard: never saw the state; last dump:{d}"
+        );
+        std::thread::yield_now();
+    }
+}

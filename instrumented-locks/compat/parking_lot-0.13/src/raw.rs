@@ -46,131 +46,83 @@ fn marked(acquired: bool) -> Option<GuardMarker> {
 /// Not validated by itself. Thread-safe; `Send + Sync`.
 pub struct RawMutex(pub(crate) instrumented_locks::RawMutex);
 
-// SAFETY: every method forwards to the inner raw mutex, which upholds lock_api's mutex
-// contract (exclusive, Acquire on lock, Release on unlock); the guard state carries nothing.
-unsafe impl lock_api::RawMutex for RawMutex {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: RawMutex = RawMutex(instrumented_locks::RawMutex::INIT);
-    type Guard = GuardMarker;
+/// lock_api 0.5's mutex traits (`RawMutex`, `RawMutexFair`, `RawMutexTimed`) for `$name`, a
+/// newtype over instrumented-locks' raw mutex `$inner`: every method forwards; the guard state
+/// carries nothing.
+macro_rules! forward_raw_mutex {
+    ($name:ident, $inner:ty) => {
+        // SAFETY: every method forwards to the inner raw mutex, which upholds lock_api's mutex
+        // contract (exclusive, Acquire on lock, Release on unlock); the guard state carries
+        // nothing.
+        unsafe impl lock_api::RawMutex for $name {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: $name = $name(<$inner>::INIT);
+            type Guard = GuardMarker;
 
-    #[inline]
-    fn lock(&self) -> GuardMarker {
-        self.0.lock();
-        marker()
-    }
+            #[inline]
+            fn lock(&self) -> GuardMarker {
+                self.0.lock();
+                marker()
+            }
 
-    #[inline]
-    fn try_lock(&self) -> Option<GuardMarker> {
-        marked(self.0.try_lock())
-    }
+            #[inline]
+            fn try_lock(&self) -> Option<GuardMarker> {
+                marked(self.0.try_lock())
+            }
 
-    #[inline]
-    unsafe fn unlock(&self, _guard: GuardMarker) {
-        // SAFETY: the caller holds the mutex (the trait's contract).
-        unsafe { self.0.unlock() }
-    }
+            #[inline]
+            unsafe fn unlock(&self, _guard: GuardMarker) {
+                // SAFETY: the caller holds the mutex (the trait's contract).
+                unsafe { self.0.unlock() }
+            }
 
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.0.is_locked()
-    }
+            #[inline]
+            fn is_locked(&self) -> bool {
+                self.0.is_locked()
+            }
+        }
+
+        // SAFETY: forwards to the inner mutex's fair unlock and bump, which keep the contract.
+        unsafe impl lock_api::RawMutexFair for $name {
+            #[inline]
+            unsafe fn unlock_fair(&self, _guard: GuardMarker) {
+                // SAFETY: the caller holds the mutex.
+                unsafe { self.0.unlock_fair() }
+            }
+
+            #[inline]
+            unsafe fn bump(&self, _guard: &mut GuardMarker) {
+                // SAFETY: the caller holds the mutex; it is held again on return.
+                unsafe { self.0.bump() }
+            }
+        }
+
+        // SAFETY: forwards to the inner mutex's timed locks.
+        unsafe impl lock_api::RawMutexTimed for $name {
+            type Duration = Duration;
+            type Instant = Instant;
+
+            #[inline]
+            fn try_lock_for(&self, timeout: Duration) -> Option<GuardMarker> {
+                marked(self.0.try_lock_for(timeout))
+            }
+
+            #[inline]
+            fn try_lock_until(&self, timeout: Instant) -> Option<GuardMarker> {
+                marked(self.0.try_lock_until(timeout))
+            }
+        }
+    };
 }
 
-// SAFETY: forwards to the inner mutex's fair unlock and bump, which keep the contract.
-unsafe impl lock_api::RawMutexFair for RawMutex {
-    #[inline]
-    unsafe fn unlock_fair(&self, _guard: GuardMarker) {
-        // SAFETY: the caller holds the mutex.
-        unsafe { self.0.unlock_fair() }
-    }
-
-    #[inline]
-    unsafe fn bump(&self, _guard: &mut GuardMarker) {
-        // SAFETY: the caller holds the mutex; it is held again on return.
-        unsafe { self.0.bump() }
-    }
-}
-
-// SAFETY: forwards to the inner mutex's timed locks.
-unsafe impl lock_api::RawMutexTimed for RawMutex {
-    type Duration = Duration;
-    type Instant = Instant;
-
-    #[inline]
-    fn try_lock_for(&self, timeout: Duration) -> Option<GuardMarker> {
-        marked(self.0.try_lock_for(timeout))
-    }
-
-    #[inline]
-    fn try_lock_until(&self, timeout: Instant) -> Option<GuardMarker> {
-        marked(self.0.try_lock_until(timeout))
-    }
-}
+forward_raw_mutex!(RawMutex, instrumented_locks::RawMutex);
 
 /// parking_lot 0.13's `RawFairMutex`: a [`RawMutex`] whose every unlock is fair
 /// (instrumented-locks' [`RawFairMutex`](instrumented_locks::RawFairMutex)). Not validated
 /// by itself.
 pub struct RawFairMutex(pub(crate) instrumented_locks::RawFairMutex);
 
-// SAFETY: as for `RawMutex`: forwards to a raw mutex that keeps the contract.
-unsafe impl lock_api::RawMutex for RawFairMutex {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: RawFairMutex = RawFairMutex(instrumented_locks::RawFairMutex::INIT);
-    type Guard = GuardMarker;
-
-    #[inline]
-    fn lock(&self) -> GuardMarker {
-        self.0.lock();
-        marker()
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<GuardMarker> {
-        marked(self.0.try_lock())
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, _guard: GuardMarker) {
-        // SAFETY: the caller holds the mutex.
-        unsafe { self.0.unlock() }
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.0.is_locked()
-    }
-}
-
-// SAFETY: as for `RawMutex`.
-unsafe impl lock_api::RawMutexFair for RawFairMutex {
-    #[inline]
-    unsafe fn unlock_fair(&self, _guard: GuardMarker) {
-        // SAFETY: the caller holds the mutex.
-        unsafe { self.0.unlock_fair() }
-    }
-
-    #[inline]
-    unsafe fn bump(&self, _guard: &mut GuardMarker) {
-        // SAFETY: the caller holds the mutex; it is held again on return.
-        unsafe { self.0.bump() }
-    }
-}
-
-// SAFETY: as for `RawMutex`.
-unsafe impl lock_api::RawMutexTimed for RawFairMutex {
-    type Duration = Duration;
-    type Instant = Instant;
-
-    #[inline]
-    fn try_lock_for(&self, timeout: Duration) -> Option<GuardMarker> {
-        marked(self.0.try_lock_for(timeout))
-    }
-
-    #[inline]
-    fn try_lock_until(&self, timeout: Instant) -> Option<GuardMarker> {
-        marked(self.0.try_lock_until(timeout))
-    }
-}
+forward_raw_mutex!(RawFairMutex, instrumented_locks::RawFairMutex);
 
 /// parking_lot 0.13's `RawRwLock`: a one-word reader-writer lock with upgradable reads,
 /// downgrades, fair unlocks and timeouts (instrumented-locks'
