@@ -175,7 +175,24 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     }
     // Only now the rest of the entry: its loads stay off the path that gives up, and most of
     // it is needed only if the slot does not hold it already.
-    st.push_fast(r, key, map.instance(), site, map.name(), || HeldLock {
+    st.push_fast(r, key, map.instance(), site, map.name(), || {
+        entry_of(map, class, subclass, mode, trylock, 0, site)
+    });
+    true
+}
+
+/// The held entry of an acquisition of `map` (chain key 0: the stack sets it at the push).
+#[inline(always)]
+fn entry_of(
+    map: &LockMap,
+    class: ClassId,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    nest_lock: usize,
+    site: Site,
+) -> HeldLock {
+    HeldLock {
         class,
         instance: map.instance(),
         name: map.name(),
@@ -183,13 +200,12 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
         mode,
         trylock,
         subclass,
-        nest_lock: 0,
+        nest_lock,
         site,
-        chain_key: key,
+        chain_key: 0,
         pin_count: 0,
         paired: false,
-    });
-    true
+    }
 }
 
 /// [`acquire`] when the fast path did not push.
@@ -220,20 +236,7 @@ pub(crate) fn acquire_with(
 ) {
     let class = resolve_class(map, subclass, site);
     // Made where it is used, so the fast path writes the entry once, straight into the stack.
-    let entry = || HeldLock {
-        class,
-        instance: map.instance(),
-        name: map.name(),
-        named: map.is_named(),
-        mode,
-        trylock,
-        subclass,
-        nest_lock: nest,
-        site,
-        chain_key: 0,
-        pin_count: 0,
-        paired: false,
-    };
+    let entry = || entry_of(map, class, subclass, mode, trylock, nest, site);
     let done = with_state(|st| {
         if !st.has_room() {
             // Growing the stack is left to the slow path (see `ThreadState::has_room`).
