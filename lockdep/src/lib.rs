@@ -456,9 +456,7 @@ pub use report::{
     SuppressionError, SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin,
     TaskLocks, TestScope, ThreadDesc, ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
-pub use settings::{
-    set_capture_backtraces, set_max_depth, set_report_each_cycle_once, set_report_repeats,
-};
+pub use settings::{set_capture_backtraces, set_report_each_cycle_once, set_report_repeats};
 pub use site::{is_guard_drop, is_key_drop};
 pub use task::{
     current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext, TaskHeld,
@@ -468,6 +466,18 @@ pub use watchdog::{
     deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, Deadlock, HungWait,
     WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
 };
+
+/// Sets the per-thread held-lock depth above which a
+/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted) is made: each acquisition
+/// that takes a thread's depth from `depth` to `depth + 1` is an episode (rate limited, see
+/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted)'s `episode`). Locks above
+/// the limit are still tracked and validated. Default [`DEFAULT_MAX_DEPTH`] (48, as the
+/// kernel). Thread-safe; takes effect on every thread's next acquire (each thread's fast path
+/// is sent to the slow path once, which reads the new limit).
+pub fn set_max_depth(depth: usize) {
+    settings::store_max_depth(depth);
+    held::record::Record::nudge_all();
+}
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).
 ///

@@ -9,18 +9,11 @@ static MAX_DEPTH: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_DEPTH);
 static REPORT_REPEATS: AtomicBool = AtomicBool::new(false);
 static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
 
-/// Sets the per-thread held-lock depth above which a
-/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted) is made: each acquisition
-/// that takes a thread's depth from `depth` to `depth + 1` is an episode (rate limited, see
-/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted)'s `episode`). Locks above
-/// the limit are still tracked and validated. Default [`DEFAULT_MAX_DEPTH`] (48, as the
-/// kernel). Thread-safe; takes effect on every thread's next acquire (each thread's fast path
-/// is sent to the slow path once, which reads the new limit).
-pub fn set_max_depth(depth: usize) {
-    // Relaxed: an independent setting; the nudge below (under each record's mailbox mutex)
-    // makes every thread's next operation read it on its slow path.
+/// Stores the depth limit (see the crate's `set_max_depth`, which also tells every thread).
+pub(crate) fn store_max_depth(depth: usize) {
+    // Relaxed: an independent setting; `set_max_depth` then makes every thread's next
+    // operation read it on its slow path (under each record's mailbox mutex).
     MAX_DEPTH.store(depth, Ordering::Relaxed);
-    crate::held::record::Record::nudge_all();
 }
 
 #[inline]
