@@ -74,8 +74,11 @@ declare -A PINS=([r2d2]="scheduled-thread-pool@0.2.7" [r2d2-0.13]="scheduled-thr
 # Tests that fail now and then at baseline, with the real parking_lot: their failures are
 # listed but do not fail the run. r2d2's `test::events` asserts the order of events that the
 # pool's worker threads record concurrently (release of the broken connection vs. acquisition
-# of its replacement).
-declare -A FLAKY=([r2d2]="test::events" [r2d2-0.13]="test::events")
+# of its replacement). `test::test_max_lifetime` sleeps 2 s and asserts that the pool's
+# reaper (run every 1 s by a scheduled-thread-pool worker) dropped the expired connections by
+# then: on a loaded machine the worker runs late (seen at baseline, with the real parking_lot
+# 0.13, in CI).
+declare -A FLAKY=([r2d2]="test::events test::test_max_lifetime" [r2d2-0.13]="test::events test::test_max_lifetime")
 
 usage() {
     cat <<'EOF'
