@@ -53,8 +53,8 @@ pub struct ThreadLocks {
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CondvarWait {
-    /// The condvar's address (the lock wrapper's condvar object; instrumented-locks passes
-    /// its `Condvar`'s).
+    /// The address of the condvar's [`CondvarMap`](crate::CondvarMap) (inside the lock
+    /// wrapper's condvar object), telling two condvars of one class apart.
     pub condvar: usize,
     /// The condvar's name, or its kind ("Condvar") if it has none.
     pub name: &'static str,
