@@ -467,11 +467,10 @@ pub use watchdog::{
     WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
 };
 
-/// Sets the per-thread held-lock depth above which a
-/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted) is made: each acquisition
-/// that takes a thread's depth from `depth` to `depth + 1` is an episode (rate limited, see
-/// [`Report::CapacityExhausted`](crate::Report::CapacityExhausted)'s `episode`). Locks above
-/// the limit are still tracked and validated. Default [`DEFAULT_MAX_DEPTH`] (48, as the
+/// Sets the per-thread held-lock depth above which a [`Report::CapacityExhausted`] is made:
+/// each acquisition that takes a thread's depth from `depth` to `depth + 1` is an episode
+/// (rate limited, see [`Report::CapacityExhausted`]'s `episode`). Locks above the limit are
+/// still tracked and validated. Default [`DEFAULT_MAX_DEPTH`] (48, as the
 /// kernel). Thread-safe; takes effect on every thread's next acquire (each thread's fast path
 /// is sent to the slow path once, which reads the new limit).
 pub fn set_max_depth(depth: usize) {
