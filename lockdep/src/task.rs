@@ -61,7 +61,7 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::annotate;
@@ -80,6 +80,11 @@ static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 struct Record {
     id: u64,
     saved: Mutex<Saved>,
+    /// The instance of the held async lock the task is still waiting to get, 0 if none
+    /// ([`TaskHeld::set_waiting`]): its entry was pushed when the acquisition was validated,
+    /// before the wait, but the dump shows it as waited for, not held. An atomic of its own,
+    /// so that marking a contended wait takes no lock.
+    waiting: AtomicUsize,
 }
 
 /// What a task holds while it is not being polled.
@@ -95,10 +100,6 @@ struct Saved {
     spare_owned: Vec<usize>,
     /// The record is in [`LISTED`] (for the dump), or about to be.
     listed: bool,
-    /// The instance of the held async lock the task is still waiting to get
-    /// ([`TaskHeld::set_waiting`]): its entry was pushed when the acquisition was validated,
-    /// before the wait, but the dump shows it as waited for, not held.
-    waiting: Option<usize>,
 }
 
 impl Saved {
@@ -194,10 +195,12 @@ pub(crate) fn held_between_polls() -> Vec<BetweenPolls> {
                 return None;
             }
             let mut held = saved.held.clone();
-            let waiting = saved
-                .waiting
-                .and_then(|i| held.iter().rposition(|h| h.instance == i))
-                .map(|i| held.remove(i));
+            // Relaxed: see `TaskHeld::set_waiting`.
+            let waiting = match r.waiting.load(Ordering::Relaxed) {
+                0 => None,
+                w => held.iter().rposition(|h| h.instance == w),
+            }
+            .map(|i| held.remove(i));
             Some(BetweenPolls {
                 task: r.id,
                 held,
@@ -241,6 +244,7 @@ impl TaskContext {
                 // Relaxed: a unique number is all that is needed.
                 id: NEXT_TASK.fetch_add(1, Ordering::Relaxed),
                 saved: Mutex::new(Saved::default()),
+                waiting: AtomicUsize::new(0),
             }),
         }
     }
@@ -444,11 +448,14 @@ impl TaskHeld {
     /// entry this token holds, or no longer is (`None`: it has the lock, or gave up). While
     /// it waits, the all-threads dump shows the lock as the task's wait, not as held by it
     /// (the entry itself stays: the acquisition was validated before the wait). Call it
-    /// around the wait of a contended acquisition only. Takes the task record's lock; does
-    /// nothing for a token that holds nothing.
+    /// around the wait of a contended acquisition only. One relaxed store; does nothing for a
+    /// token that holds nothing.
     pub fn set_waiting(&self, map: Option<&LockMap>) {
         if let Some(r) = &self.owner {
-            r.saved().waiting = map.map(LockMap::instance);
+            // Relaxed: a hint for the dump, which copies it with the record's entries and
+            // makes no promise about a wait that starts or ends meanwhile.
+            r.waiting
+                .store(map.map_or(0, LockMap::instance), Ordering::Relaxed);
         }
     }
 }

@@ -82,11 +82,15 @@ impl<'a> Held<'a> {
         }
     }
 
-    /// Runs `wait`, the lock's contended wait, with the task shown waiting for the lock
-    /// meanwhile (`lockdep::TaskHeld::set_waiting`: the dump shows the entry as waited for,
-    /// not held), also if the wait is cancelled. Only the contended case comes here: the
-    /// callers try the lock first.
-    pub(crate) async fn waiting<F: Future>(&self, wait: F) -> F::Output {
+    /// The lock's guard: `tried` (the caller's try-lock) if it got it, else the contended
+    /// wait `wait()` runs with the task shown waiting for the lock meanwhile
+    /// (`lockdep::TaskHeld::set_waiting`: the dump shows the entry as waited for, not held),
+    /// until it completes or is cancelled. So only a contended acquisition marks the task.
+    pub(crate) async fn get<G, F: Future<Output = G>>(
+        &self,
+        tried: Option<G>,
+        wait: impl FnOnce() -> F,
+    ) -> G {
         /// Ends the shown wait, on completion or cancellation.
         struct Done<'h, 'a>(&'h Held<'a>);
         impl Drop for Done<'_, '_> {
@@ -94,9 +98,12 @@ impl<'a> Held<'a> {
                 self.0.show_waiting(false);
             }
         }
+        if let Some(guard) = tried {
+            return guard;
+        }
         self.show_waiting(true);
         let _done = Done(self);
-        wait.await
+        wait().await
     }
 
     fn show_waiting(&self, waiting: bool) {

@@ -119,11 +119,9 @@ impl<T: ?Sized> Mutex<T> {
         let site = Location::caller();
         async move {
             let held = Held::acquire(self.dep.map(), Mode::Exclusive, site);
-            // Tried first, so that only a contended acquisition shows the task waiting.
-            let inner = match self.inner.try_lock() {
-                Ok(inner) => inner,
-                Err(_) => held.waiting(self.inner.lock()).await,
-            };
+            let inner = held
+                .get(self.inner.try_lock().ok(), || self.inner.lock())
+                .await;
             MutexGuard {
                 held,
                 lock: self,
@@ -183,11 +181,9 @@ impl<T: ?Sized + 'static> Mutex<T> {
             // borrows) before it; the mutex does not move while an `Arc` of it lives.
             let lock: &'static Mutex<T> = unsafe { &*Arc::as_ptr(&self) };
             let held = Held::acquire(lock.dep.map(), Mode::Exclusive, site);
-            // Tried first, so that only a contended acquisition shows the task waiting.
-            let inner = match lock.inner.try_lock() {
-                Ok(inner) => inner,
-                Err(_) => held.waiting(lock.inner.lock()).await,
-            };
+            let inner = held
+                .get(lock.inner.try_lock().ok(), || lock.inner.lock())
+                .await;
             OwnedMutexGuard {
                 _held: held,
                 inner,

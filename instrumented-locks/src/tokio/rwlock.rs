@@ -108,11 +108,9 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let held = Held::acquire(self.dep.map(), Mode::Read, site);
-            // Tried first, so that only a contended acquisition shows the task waiting.
-            let inner = match self.inner.try_read() {
-                Ok(inner) => inner,
-                Err(_) => held.waiting(self.inner.read()).await,
-            };
+            let inner = held
+                .get(self.inner.try_read().ok(), || self.inner.read())
+                .await;
             RwLockReadGuard { held, inner }
         }
     }
@@ -123,11 +121,9 @@ impl<T: ?Sized> RwLock<T> {
         let site = Location::caller();
         async move {
             let held = Held::acquire(self.dep.map(), Mode::Exclusive, site);
-            // Tried first, so that only a contended acquisition shows the task waiting.
-            let inner = match self.inner.try_write() {
-                Ok(inner) => inner,
-                Err(_) => held.waiting(self.inner.write()).await,
-            };
+            let inner = held
+                .get(self.inner.try_write().ok(), || self.inner.write())
+                .await;
             RwLockWriteGuard { held, inner }
         }
     }
@@ -181,11 +177,9 @@ impl<T: ?Sized + 'static> RwLock<T> {
             // `inner`) before it; the lock does not move while an `Arc` of it lives.
             let lock: &'static RwLock<T> = unsafe { &*Arc::as_ptr(&self) };
             let held = Held::acquire(lock.dep.map(), Mode::Read, site);
-            // Tried first, so that only a contended acquisition shows the task waiting.
-            let inner = match lock.inner.try_read() {
-                Ok(inner) => inner,
-                Err(_) => held.waiting(lock.inner.read()).await,
-            };
+            let inner = held
+                .get(lock.inner.try_read().ok(), || lock.inner.read())
+                .await;
             OwnedRwLockReadGuard {
                 held,
                 inner,
@@ -230,11 +224,9 @@ impl<T: ?Sized + 'static> RwLock<T> {
             // SAFETY: as in `read_owned`.
             let lock: &'static RwLock<T> = unsafe { &*Arc::as_ptr(&self) };
             let held = Held::acquire(lock.dep.map(), Mode::Exclusive, site);
-            // Tried first, so that only a contended acquisition shows the task waiting.
-            let inner = match lock.inner.try_write() {
-                Ok(inner) => inner,
-                Err(_) => held.waiting(lock.inner.write()).await,
-            };
+            let inner = held
+                .get(lock.inner.try_write().ok(), || lock.inner.write())
+                .await;
             OwnedRwLockWriteGuard {
                 held,
                 inner,

@@ -539,8 +539,16 @@ impl Record {
     /// guard released on another thread, a lock freed): those locks are no longer held, even
     /// if the owner has not made the lock operation that applies the mail yet. Called after
     /// the copy: mail posted before it is in the box (a poster posts before the raw unlock),
-    /// and mail the owner applied since is in neither.
+    /// and mail the owner applied since is in neither. The mailbox is opened only if its
+    /// flag is up (usually it is not).
     fn without_posted(&self, held: &mut Vec<RawSlot>) {
+        // A post that happens before this copy (a reader that saw the release, say by taking
+        // the lock or joining the releasing thread) set the flag before that: the load sees
+        // it (coherence, even relaxed). A post concurrent with the copy may be left out,
+        // as if the copy had come first.
+        if !self.has_mail() {
+            return;
+        }
         let mail = self.mail.lock().unwrap_or_else(|e| e.into_inner());
         for m in mail.iter() {
             if m.all {
