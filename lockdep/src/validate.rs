@@ -161,7 +161,8 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     let Some(class) = resolve::cached_class(map, subclass) else {
         return false;
     };
-    // SAFETY: used only in this function, which makes no call (every step is inlined).
+    // SAFETY: used only in this function, which makes no call that can reach the thread's
+    // state (the steps below are inlined; the entry's fields are plain reads of the map).
     let Some(st) = (unsafe { thread::state_fast() }) else {
         return false;
     };

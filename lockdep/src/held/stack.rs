@@ -2,8 +2,9 @@
 //!
 //! Invariants, kept by the methods below and nowhere else: every entry's chain key is its own
 //! key over the entry below it (`HeldLock::chain_key_on`), so the stack's chain key is the top
-//! entry's (0 when empty), read from its slot and kept nowhere else; `marks` is the sum of the entries' pin counts plus the number
-//! of entries marked `paired`; `nested` is the number of entries taken under a nest_lock.
+//! entry's (0 when empty), read from its slot and kept nowhere else; `marks` is the sum of the
+//! entries' pin counts plus the number of entries marked `paired`; `nested` is the number of
+//! entries taken under a nest_lock; `room` is what [`ThreadState::refresh_room`] computes.
 //!
 //! # One storage
 //!
@@ -39,7 +40,7 @@ use crate::mode::Mode;
 use crate::pair_cache::PairCache;
 
 /// Everything the validator keeps per thread. `repr(C)`: the fields the fast paths read come
-/// first, so that with the thread-local's borrow flag they fill one cache line.
+/// first, next to the thread-local's borrow flag.
 #[repr(C)]
 pub(crate) struct ThreadState {
     /// The first of the `cap` slots in use: the record's array, or `own`'s (dangling when
@@ -151,6 +152,17 @@ impl<'a> IntoIterator for Entries<'a> {
 }
 
 static NEXT_TID: AtomicU64 = AtomicU64::new(1);
+
+/// Stores `words` in `slot`, which is about to be pushed and does not hold them: the record's
+/// counter moves first if a reader could see a change (a slot that shows the entry with other
+/// owner's words is rewritten with no move: no reader sees a difference).
+#[inline(always)]
+fn rewrite(slot: &Slot, r: &Record, words: &Words) {
+    if !slot.shows(words) {
+        r.will_push();
+    }
+    slot.store(words);
+}
 
 impl ThreadState {
     pub(crate) const fn new() -> ThreadState {
@@ -291,8 +303,8 @@ impl ThreadState {
     }
 
     /// Recomputes [`room`](Self::room) from the array, the nest count, the record and the
-    /// depth limit as they are now. Every slow path ends with it (see `with_state`): a change
-    /// of `set_max_depth` reaches a thread's fast path at its next slow-path operation.
+    /// depth limit as they are now. Every slow path ends with it (see `with_state`);
+    /// `set_max_depth` sends every thread's next operation to one.
     #[inline]
     pub(crate) fn refresh_room(&mut self) {
         self.room = match self.record {
@@ -451,13 +463,9 @@ impl ThreadState {
         match self.record {
             Some(r) => {
                 // A slot that holds the entry already (the same lock at the same depth, as
-                // last time) is left alone; one that shows it with other owner's words is
-                // rewritten with no move of the counter (no reader sees a change).
+                // last time) is left alone.
                 if !slot.holds(&words) {
-                    if !slot.shows(&words) {
-                        r.will_push();
-                    }
-                    slot.store(&words);
+                    rewrite(slot, r, &words);
                 }
                 self.len_word = record::pushed_word(self.len_word, len);
                 r.store_len(self.len_word);
@@ -487,13 +495,7 @@ impl ThreadState {
         if !slot.holds_fast(instance, key, site, name) {
             let mut e = entry();
             e.chain_key = key;
-            let words = Words::of(&e);
-            // A slot that shows the entry with other owner's words is rewritten with no move
-            // of the counter (no reader sees a change).
-            if !slot.shows(&words) {
-                r.will_push();
-            }
-            slot.store(&words);
+            rewrite(slot, r, &Words::of(&e));
         }
         self.len_word = record::pushed_word(self.len_word, len);
         r.store_len(self.len_word);

@@ -30,7 +30,7 @@ pub(crate) enum Release {
 /// changed: then [`release`] does the general work.
 #[inline(always)]
 pub(crate) fn release_fast(instance: usize) -> bool {
-    // SAFETY: used only here, and `pop_plain` makes no call.
+    // SAFETY: used only here, and `pop_plain` makes no call that can reach the state.
     match unsafe { super::local::state_fast() } {
         Some(st) => st.pop_plain(instance),
         None => false,
