@@ -54,7 +54,7 @@ use crate::mode::Mode;
 /// it are validated as usual but are invisible to other threads' checks and to the dump.
 pub(crate) const MAX_RECORDS: usize = 4096;
 /// Bits of [`Record::len`] that hold the depth.
-const DEPTH_BITS: u32 = 24;
+const DEPTH_BITS: u32 = 32;
 const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
 
 /// Slots of a new record; a deeper stack moves to an array twice as large (see
@@ -682,30 +682,39 @@ impl Record {
     }
 }
 
-/// `len` as the depth bits of [`Record::len`] (a deeper stack than they hold is shown cut).
-#[inline]
-fn depth_word(len: usize) -> u64 {
-    (len as u64).min(DEPTH_MASK)
-}
+/// The most entries a held-lock stack holds: what the depth bits of [`Record::len`] count
+/// (a stack's slots take 56 bytes each, so a thread reaches it only with hundreds of GiB of
+/// held-lock entries). The stack's owner keeps its length in the same word (see
+/// `ThreadState::len`), so the length never exceeds it.
+pub(crate) const MAX_HELD: usize = DEPTH_MASK as usize;
 
-/// The depth word after a push onto `below` entries, from the word `w` before it: one more
-/// push counted, and the depth `below + 1` (or the cut-off, as every store keeps it).
+/// The depth in depth word `w`.
 #[inline(always)]
-pub(crate) fn pushed_word(w: u64, below: usize) -> u64 {
-    w + (1 << DEPTH_BITS) + u64::from((below as u64) < DEPTH_MASK)
+pub(crate) fn depth_of(w: u64) -> usize {
+    (w & DEPTH_MASK) as usize
 }
 
-/// The depth word after a pop that leaves `len` entries, from the word `w` before it (whose
-/// depth was `len + 1`, or the cut-off, which stays so if `len` is that deep).
+/// The depth word after a push, from the word `w` before it: one more push counted, and the
+/// depth one more (never past [`MAX_HELD`]: the stack does not grow past it).
 #[inline(always)]
-pub(crate) fn popped_word(w: u64, len: usize) -> u64 {
-    w - u64::from((len as u64) < DEPTH_MASK)
+pub(crate) fn pushed_word(w: u64) -> u64 {
+    debug_assert!(depth_of(w) < MAX_HELD);
+    w + (1 << DEPTH_BITS) + 1
 }
 
-/// The depth word `w` with its depth set to `len` (the count of pushes kept).
+/// The depth word after a pop, from the word `w` before it (whose depth is at least 1).
+#[inline(always)]
+pub(crate) fn popped_word(w: u64) -> u64 {
+    debug_assert!(depth_of(w) > 0);
+    w - 1
+}
+
+/// The depth word `w` with its depth set to `len` (at most [`MAX_HELD`]; the count of pushes
+/// kept).
 #[inline]
 pub(crate) fn with_depth(w: u64, len: usize) -> u64 {
-    w & !DEPTH_MASK | depth_word(len)
+    debug_assert!(len <= MAX_HELD);
+    w & !DEPTH_MASK | len as u64
 }
 
 fn backoff(attempt: u32) {

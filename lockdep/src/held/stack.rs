@@ -46,15 +46,16 @@ pub(crate) struct ThreadState {
     /// The first of the `cap` slots in use: the record's array, or `own`'s (dangling when
     /// `cap` is 0).
     base: NonNull<Slot>,
-    /// The number of held entries: the slots below it.
-    len: usize,
     /// The fast path's room: it pushes only while `len` is below this. The smaller of `cap`
     /// and the depth limit (counted as `depth` counts it), and 0 while the thread has no
     /// shared record; kept by [`refresh_room`](Self::refresh_room) at the end of every slow
     /// path, so that one compare decides what took three tests.
     room: usize,
-    /// The record's depth word as this thread last stored it (see `Record::store_len`): the
-    /// hot paths make the next word from it with no load of the record.
+    /// The number of held entries (the slots below it) in the low bits, and the number of
+    /// pushes so far above them: the record's depth word (see `Record::store_len`) as this
+    /// thread last stored it, kept whether or not there is a record. One word, so that a push
+    /// or a pop stores it once here and once in the record, and makes the next word with no
+    /// load of the record.
     len_word: u64,
     /// The record whose slots hold the stack (claimed at the first push; `None` before, or
     /// past the record limit).
@@ -169,7 +170,6 @@ impl ThreadState {
         ThreadState {
             base: NonNull::dangling(),
             cap: 0,
-            len: 0,
             room: 0,
             len_word: 0,
             own: Vec::new(),
@@ -215,7 +215,7 @@ impl ThreadState {
     /// A private array of `cap` slots holding the stack's entries.
     fn private_copy(&self, cap: usize) -> Vec<Slot> {
         let own: Vec<Slot> = (0..cap).map(|_| Slot::default()).collect();
-        for (to, from) in own.iter().zip(&self.slots()[..self.len]) {
+        for (to, from) in own.iter().zip(&self.slots()[..self.len()]) {
             to.copy_from(from);
         }
         own
@@ -235,8 +235,8 @@ impl ThreadState {
     /// memory at all when it is empty.
     pub(crate) fn trim_after_exit(&mut self) {
         debug_assert!(self.record.is_none(), "late mode has no record");
-        if self.cap != self.len {
-            let own = self.private_copy(self.len);
+        if self.cap != self.len() {
+            let own = self.private_copy(self.len());
             self.use_own(own);
         }
     }
@@ -263,14 +263,15 @@ impl ThreadState {
         match self.record {
             Some(r) => {
                 let mut slots = r.slots();
-                if slots.len() < self.len {
-                    slots = r.grow(0, self.len.next_power_of_two());
+                let len = self.len();
+                if slots.len() < len {
+                    slots = r.grow(0, len.next_power_of_two());
                 }
                 let even = r.begin();
-                for (to, from) in slots.iter().zip(&self.slots()[..self.len]) {
+                for (to, from) in slots.iter().zip(&self.slots()[..len]) {
                     to.copy_from(from);
                 }
-                self.len_word = record::with_depth(r.len_word(), self.len);
+                self.len_word = record::with_depth(r.len_word(), len);
                 r.store_len_in_section(self.len_word);
                 r.end(even);
                 self.use_shared(slots);
@@ -285,7 +286,7 @@ impl ThreadState {
     /// array first, as the record's next owner writes its slots.
     pub fn give_back_record(&mut self) {
         if let Some(r) = self.record.take() {
-            let own = self.private_copy(self.len);
+            let own = self.private_copy(self.len());
             self.use_own(own);
             r.give_back();
         }
@@ -319,7 +320,7 @@ impl ThreadState {
     /// [`room`](Self::room)) and nothing unusual waits. One compare and one load.
     #[inline(always)]
     pub fn fast_push_record(&self) -> Option<&'static Record> {
-        if self.len >= self.room {
+        if self.len() >= self.room {
             return None;
         }
         // SAFETY: `room` is 0 while `record` is `None` (`refresh_room`, the one place that
@@ -371,7 +372,7 @@ impl ThreadState {
     #[inline]
     pub fn entries(&self) -> Entries<'_> {
         Entries {
-            slots: &self.slots()[..self.len],
+            slots: &self.slots()[..self.len()],
         }
     }
 
@@ -385,7 +386,7 @@ impl ThreadState {
     /// of its own, so that a pop stores only the depth (measured faster than keeping it).
     #[inline(always)]
     pub fn top_key(&self) -> u64 {
-        match self.len {
+        match self.len() {
             0 => 0,
             len => self.top_slot(len - 1).chain_key(),
         }
@@ -394,15 +395,21 @@ impl ThreadState {
     /// Index of the topmost entry for this instance.
     #[inline]
     pub fn find(&self, instance: usize) -> Option<usize> {
-        self.slots()[..self.len]
+        self.slots()[..self.len()]
             .iter()
             .rposition(|s| s.instance() == instance)
+    }
+
+    /// The number of held entries (the depth bits of [`len_word`](Self::len_word)).
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        record::depth_of(self.len_word)
     }
 
     /// The depth that counts against the limit: held entries not covered by a nest_lock.
     #[inline]
     pub fn depth(&self) -> usize {
-        self.len - self.nested as usize
+        self.len() - self.nested as usize
     }
 
     /// Prepares `entry` for a push onto the stack as it is now: computes its chain key.
@@ -429,10 +436,17 @@ impl ThreadState {
     /// Doubles the array in use (at least 4 slots), keeping the entries.
     #[cold]
     fn grow(&mut self) {
-        let cap = (self.cap * 2).max(4);
+        // Past `MAX_HELD` entries the length would not fit its word: the slots alone would
+        // take hundreds of GiB by then, so the allocation fails first on any real machine.
+        assert!(
+            self.cap < record::MAX_HELD,
+            "lockdep: a thread holds {} locks at once, the most a held-lock stack holds",
+            record::MAX_HELD
+        );
+        let cap = (self.cap * 2).clamp(4, record::MAX_HELD);
         match self.record {
             Some(r) => {
-                let slots = r.grow(self.len, cap);
+                let slots = r.grow(self.len(), cap);
                 self.use_shared(slots);
             }
             None => {
@@ -447,7 +461,7 @@ impl ThreadState {
     /// call is made while the new entry's fields are in registers.
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.len < self.cap
+        self.len() < self.cap
     }
 
     /// [`push`](Self::push) into room that [`has_room`](Self::has_room) found: never
@@ -456,7 +470,7 @@ impl ThreadState {
     #[inline(always)]
     pub fn push_in_room(&mut self, next: Next) {
         let entry = self.account(next);
-        let len = self.len;
+        let len = self.len();
         let slot = self.slot(len);
         let words = Words::of(&entry);
         // The room came from a `push`, which claimed the record if there is one to claim.
@@ -467,12 +481,14 @@ impl ThreadState {
                 if !slot.holds(&words) {
                     rewrite(slot, r, &words);
                 }
-                self.len_word = record::pushed_word(self.len_word, len);
+                self.len_word = record::pushed_word(self.len_word);
                 r.store_len(self.len_word);
             }
-            None => slot.store(&words),
+            None => {
+                slot.store(&words);
+                self.len_word = record::pushed_word(self.len_word);
+            }
         }
-        self.len = len + 1;
     }
 
     /// The fast path's push of a plain entry (no nest_lock, no pin, not paired) whose chain
@@ -490,16 +506,14 @@ impl ThreadState {
         name: &'static str,
         entry: impl FnOnce() -> HeldLock,
     ) {
-        let len = self.len;
-        let slot = self.top_slot_in_room(len);
+        let slot = self.top_slot_in_room(self.len());
         if !slot.holds_fast(instance, key, site, name) {
             let mut e = entry();
             e.chain_key = key;
             rewrite(slot, r, &Words::of(&e));
         }
-        self.len_word = record::pushed_word(self.len_word, len);
+        self.len_word = record::pushed_word(self.len_word);
         r.store_len(self.len_word);
-        self.len = len + 1;
     }
 
     /// Slot `i` with no bounds check, for a push into room: `i` must be below `cap`.
@@ -525,7 +539,7 @@ impl ThreadState {
     /// entry carries a mark or a nest_lock; false (and nothing changes) otherwise.
     #[inline(always)]
     pub fn pop_plain(&mut self, instance: usize) -> bool {
-        let len = self.len;
+        let len = self.len();
         // One test of the two counters: anything unusual goes the general way.
         if len == 0
             || self.top_slot(len - 1).instance() != instance
@@ -542,7 +556,7 @@ impl ThreadState {
     /// branch, so it saves no register). `i` must be below `len`.
     #[inline(always)]
     fn top_slot(&self, i: usize) -> &Slot {
-        debug_assert!(i < self.len);
+        debug_assert!(i < self.len());
         // SAFETY: `i < len <= cap` (the caller's contract; `len` only grows by a push into
         // room), and `base..cap` are live slots (see `slots`).
         unsafe { &*self.base.as_ptr().add(i) }
@@ -552,10 +566,8 @@ impl ThreadState {
     /// is, and the record's depth is the one shared store.
     #[inline(always)]
     fn pop_top(&mut self) {
-        let len = self.len - 1;
-        self.len = len;
+        self.len_word = record::popped_word(self.len_word);
         if let Some(r) = self.record {
-            self.len_word = record::popped_word(self.len_word, len);
             r.store_len(self.len_word);
         }
     }
@@ -581,7 +593,7 @@ impl ThreadState {
     #[inline(always)]
     pub fn release_at(&mut self, i: usize) -> Left {
         let left = self.leave(i);
-        if i + 1 == self.len {
+        if i + 1 == self.len() {
             self.pop_top();
         } else {
             self.cut(i);
@@ -632,11 +644,11 @@ impl ThreadState {
     /// chain keys, in one write section.
     fn cut(&mut self, i: usize) {
         self.edit(|st| {
-            let slots = &st.slots()[..st.len];
+            let slots = &st.slots()[..st.len()];
             for j in i + 1..slots.len() {
                 slots[j - 1].copy_from(&slots[j]);
             }
-            st.len -= 1;
+            st.len_word = record::popped_word(st.len_word);
             st.rekey(i);
         });
     }
@@ -648,7 +660,6 @@ impl ThreadState {
             Some(r) => {
                 let even = r.begin();
                 f(self);
-                self.len_word = record::with_depth(self.len_word, self.len);
                 r.store_len_in_section(self.len_word);
                 r.end(even);
             }
@@ -702,10 +713,9 @@ impl ThreadState {
         let all = self.entries().to_vec();
         self.marks = 0;
         self.nested = 0;
-        self.len = 0;
+        self.len_word = record::with_depth(self.len_word, 0);
         if let Some(r) = self.record {
             // As a pop: the slots stay as they are.
-            self.len_word = record::with_depth(self.len_word, 0);
             r.store_len(self.len_word);
         }
         all
@@ -720,7 +730,7 @@ impl ThreadState {
 
     /// Recomputes the chain keys from entry `i` up (shown fields unchanged).
     fn rekey(&mut self, i: usize) {
-        let slots = &self.slots()[..self.len];
+        let slots = &self.slots()[..self.len()];
         let mut key = if i == 0 { 0 } else { slots[i - 1].chain_key() };
         for s in &slots[i..] {
             let h = s.load();
