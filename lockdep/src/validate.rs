@@ -166,17 +166,17 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     let Some(st) = (unsafe { thread::state_fast() }) else {
         return false;
     };
-    let Some(r) = st.fast_push_record() else {
+    let Some(top) = st.fast_top() else {
         return false;
     };
-    let below = st.top_key();
+    let below = st.key_below(top.len());
     let key = HeldLock::chain_key_of(below, class, mode, trylock, 0);
     if !trylock && below != 0 && st.cache.lookup(key) != Hit::Plain {
         return false;
     }
     // Only now the rest of the entry: its loads stay off the path that gives up, and most of
     // it is needed only if the slot does not hold it already.
-    st.push_fast(r, key, map.instance(), site, map.name(), || {
+    st.push_fast(top, key, map.instance(), site, map.name(), || {
         entry_of(map, class, subclass, mode, trylock, 0, site)
     });
     true

@@ -440,11 +440,12 @@ impl Record {
         fence(Ordering::Release);
     }
 
-    /// The depth word as the owner last stored it (the owner keeps a copy from its claim on,
-    /// see [`Record::store_len`], so that its hot paths store the word without loading it).
+    /// The depth word as the owner last stored it: the owner's stack depth while it holds the
+    /// record (its only copy, read by every push and pop). For the owner only.
+    #[inline(always)]
     pub(crate) fn len_word(&self) -> u64 {
-        // Relaxed: the owner reads the word at its claim (the claim's mutex orders it after
-        // the previous owner's stores).
+        // Relaxed: only the owner stores the word, and a thread sees its own stores; at a
+        // claim, the claim's mutex orders the load after the previous owner's stores.
         self.len.load(Ordering::Relaxed)
     }
 

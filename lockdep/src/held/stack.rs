@@ -51,11 +51,10 @@ pub(crate) struct ThreadState {
     /// shared record; kept by [`refresh_room`](Self::refresh_room) at the end of every slow
     /// path, so that one compare decides what took three tests.
     room: usize,
-    /// The number of held entries (the slots below it) in the low bits, and the number of
-    /// pushes so far above them: the record's depth word (see `Record::store_len`) as this
-    /// thread last stored it, kept whether or not there is a record. One word, so that a push
-    /// or a pop stores it once here and once in the record, and makes the next word with no
-    /// load of the record.
+    /// While the thread has no record: the number of held entries (the slots below it) in the
+    /// low bits and the number of pushes so far above them, as the record's depth word keeps
+    /// them (see `Record::store_len`). While it has one, the record's word is the only copy
+    /// (see [`word`](Self::word)), so that a push or a pop stores one word.
     len_word: u64,
     /// The record whose slots hold the stack (claimed at the first push; `None` before, or
     /// past the record limit).
@@ -82,6 +81,22 @@ pub(crate) struct ThreadState {
     ///
     /// [`reset_after_exit`]: ThreadState::reset_after_exit
     unclaimable: bool,
+}
+
+/// What [`ThreadState::fast_top`] found: the record and the depth word it read (a push made
+/// with it must be the thread's next change to its stack).
+#[derive(Clone, Copy)]
+pub(crate) struct FastTop {
+    r: &'static Record,
+    word: u64,
+}
+
+impl FastTop {
+    /// The number of held entries.
+    #[inline(always)]
+    pub fn len(self) -> usize {
+        record::depth_of(self.word)
+    }
 }
 
 /// What leaving the stack found on an entry (both zero/false in the usual case).
@@ -271,8 +286,8 @@ impl ThreadState {
                 for (to, from) in slots.iter().zip(&self.slots()[..len]) {
                     to.copy_from(from);
                 }
-                self.len_word = record::with_depth(r.len_word(), len);
-                r.store_len_in_section(self.len_word);
+                // The count of pushes goes on from the record's (its watchers compare it).
+                r.store_len_in_section(record::with_depth(r.len_word(), len));
                 r.end(even);
                 self.use_shared(slots);
             }
@@ -285,9 +300,11 @@ impl ThreadState {
     /// Gives the shared record back (thread exit): the entries still held move to a private
     /// array first, as the record's next owner writes its slots.
     pub fn give_back_record(&mut self) {
-        if let Some(r) = self.record.take() {
+        if let Some(r) = self.record {
             let own = self.private_copy(self.len());
             self.use_own(own);
+            self.len_word = r.len_word();
+            self.record = None;
             r.give_back();
         }
     }
@@ -316,25 +333,27 @@ impl ThreadState {
         };
     }
 
-    /// The record for a fast-path push, if the fast path may push: there is room (see
-    /// [`room`](Self::room)) and nothing unusual waits. One compare and one load.
+    /// What a fast-path push needs, if the fast path may push: the record and its depth word,
+    /// when there is room (see [`room`](Self::room)) and nothing unusual waits. Two loads
+    /// from the record's owner line.
     #[inline(always)]
-    pub fn fast_push_record(&self) -> Option<&'static Record> {
-        if self.len() >= self.room {
+    pub fn fast_top(&self) -> Option<FastTop> {
+        let r = self.record?;
+        let word = r.len_word();
+        if record::depth_of(word) >= self.room || r.is_unusual() {
             return None;
         }
-        // SAFETY: `room` is 0 while `record` is `None` (`refresh_room`, the one place that
-        // sets it, and nothing takes the record without a slow path that refreshes it).
-        let r = unsafe { self.record.unwrap_unchecked() };
-        (!r.is_unusual()).then_some(r)
+        Some(FastTop { r, word })
     }
 
-    /// Whether the fast paths must give way to the slow ones: other threads posted mail that
-    /// [`settle`](Self::settle) would apply, or lock_stat is on (its hooks are on the slow
-    /// paths). One load.
+    /// The chain key of the stack's `len` bottom entries (0 for none): the fast path's
+    /// [`top_key`](Self::top_key), with the depth it read already.
     #[inline(always)]
-    pub fn is_unusual(&self) -> bool {
-        self.record.is_some_and(|r| r.is_unusual())
+    pub fn key_below(&self, len: usize) -> u64 {
+        match len {
+            0 => 0,
+            len => self.top_slot(len - 1).chain_key(),
+        }
     }
 
     #[cold]
@@ -386,10 +405,7 @@ impl ThreadState {
     /// of its own, so that a pop stores only the depth (measured faster than keeping it).
     #[inline(always)]
     pub fn top_key(&self) -> u64 {
-        match self.len() {
-            0 => 0,
-            len => self.top_slot(len - 1).chain_key(),
-        }
+        self.key_below(self.len())
     }
 
     /// Index of the topmost entry for this instance.
@@ -400,10 +416,31 @@ impl ThreadState {
             .rposition(|s| s.instance() == instance)
     }
 
-    /// The number of held entries (the depth bits of [`len_word`](Self::len_word)).
+    /// The depth word: the record's while the thread has one, else
+    /// [`len_word`](Self::len_word).
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        match self.record {
+            Some(r) => r.len_word(),
+            None => self.len_word,
+        }
+    }
+
+    /// Sets the depth word (see [`word`](Self::word)); published with
+    /// [`Record::store_len`], or inside a write section if `in_section`.
+    #[inline(always)]
+    fn set_word(&mut self, w: u64, in_section: bool) {
+        match self.record {
+            Some(r) if in_section => r.store_len_in_section(w),
+            Some(r) => r.store_len(w),
+            None => self.len_word = w,
+        }
+    }
+
+    /// The number of held entries (the depth bits of the [`word`](Self::word)).
     #[inline(always)]
     pub fn len(&self) -> usize {
-        record::depth_of(self.len_word)
+        record::depth_of(self.word())
     }
 
     /// The depth that counts against the limit: held entries not covered by a nest_lock.
@@ -481,8 +518,7 @@ impl ThreadState {
                 if !slot.holds(&words) {
                     rewrite(slot, r, &words);
                 }
-                self.len_word = record::pushed_word(self.len_word);
-                r.store_len(self.len_word);
+                r.store_len(record::pushed_word(r.len_word()));
             }
             None => {
                 slot.store(&words);
@@ -493,27 +529,27 @@ impl ThreadState {
 
     /// The fast path's push of a plain entry (no nest_lock, no pin, not paired) whose chain
     /// key over the stack as it is is `key`, with the record and room that
-    /// [`fast_push_record`](Self::fast_push_record) found: when the slot already holds it
+    /// [`fast_top`](Self::fast_top) found: when the slot already holds it
     /// (see [`Slot::holds_fast`]) only the depth is stored; `entry` makes the whole entry
     /// otherwise.
     #[inline(always)]
     pub fn push_fast(
         &mut self,
-        r: &'static Record,
+        top: FastTop,
         key: u64,
         instance: usize,
         site: &'static std::panic::Location<'static>,
         name: &'static str,
         entry: impl FnOnce() -> HeldLock,
     ) {
-        let slot = self.top_slot_in_room(self.len());
+        let FastTop { r, word } = top;
+        let slot = self.top_slot_in_room(record::depth_of(word));
         if !slot.holds_fast(instance, key, site, name) {
             let mut e = entry();
             e.chain_key = key;
             rewrite(slot, r, &Words::of(&e));
         }
-        self.len_word = record::pushed_word(self.len_word);
-        r.store_len(self.len_word);
+        r.store_len(record::pushed_word(word));
     }
 
     /// Slot `i` with no bounds check, for a push into room: `i` must be below `cap`.
@@ -535,20 +571,25 @@ impl ThreadState {
         entry
     }
 
-    /// The whole of the usual release: pops the top entry if it is `instance`'s and no held
+    /// The whole of the usual release: pops the top entry if it is `instance`'s, the thread
+    /// has a record (the stack of one without is left to the general path) and no held
     /// entry carries a mark or a nest_lock; false (and nothing changes) otherwise.
     #[inline(always)]
     pub fn pop_plain(&mut self, instance: usize) -> bool {
-        let len = self.len();
+        let Some(r) = self.record else {
+            return false;
+        };
+        let word = r.len_word();
+        let len = record::depth_of(word);
         // One test of the two counters: anything unusual goes the general way.
         if len == 0
             || self.top_slot(len - 1).instance() != instance
             || (self.marks | self.nested) != 0
-            || self.is_unusual()
+            || r.is_unusual()
         {
             return false;
         }
-        self.pop_top();
+        r.store_len(record::popped_word(word));
         true
     }
 
@@ -566,10 +607,7 @@ impl ThreadState {
     /// is, and the record's depth is the one shared store.
     #[inline(always)]
     fn pop_top(&mut self) {
-        self.len_word = record::popped_word(self.len_word);
-        if let Some(r) = self.record {
-            r.store_len(self.len_word);
-        }
+        self.set_word(record::popped_word(self.word()), false);
     }
 
     /// Bookkeeping for entry `i` leaving the stack; returns its pins and paired mark.
@@ -648,7 +686,7 @@ impl ThreadState {
             for j in i + 1..slots.len() {
                 slots[j - 1].copy_from(&slots[j]);
             }
-            st.len_word = record::popped_word(st.len_word);
+            st.set_word(record::popped_word(st.word()), true);
             st.rekey(i);
         });
     }
@@ -660,7 +698,6 @@ impl ThreadState {
             Some(r) => {
                 let even = r.begin();
                 f(self);
-                r.store_len_in_section(self.len_word);
                 r.end(even);
             }
             None => f(self),
@@ -713,11 +750,8 @@ impl ThreadState {
         let all = self.entries().to_vec();
         self.marks = 0;
         self.nested = 0;
-        self.len_word = record::with_depth(self.len_word, 0);
-        if let Some(r) = self.record {
-            // As a pop: the slots stay as they are.
-            r.store_len(self.len_word);
-        }
+        // As a pop: the slots stay as they are.
+        self.set_word(record::with_depth(self.word(), 0), false);
         all
     }
 
