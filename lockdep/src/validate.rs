@@ -21,7 +21,7 @@ use crate::graph::instances::PairsFull;
 use crate::graph::search::{self, Step};
 use crate::graph::Trace;
 use crate::graph_lock::{graph_lock, Global};
-use crate::held::{HeldLock, ThreadState};
+use crate::held::{HeldLock, Plain, ThreadState};
 use crate::lock_stat;
 use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
@@ -169,16 +169,32 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     let Some(top) = st.fast_top() else {
         return false;
     };
-    let below = st.key_below(top.len());
+    // Only now the rest of the entry: its loads stay off the paths that give up.
+    let p = Plain {
+        instance: map.instance(),
+        class,
+        mode,
+        trylock,
+        subclass,
+        named: map.is_named(),
+        site,
+        name: map.name(),
+    };
+    let len = top.len();
+    if len == 0 {
+        // A chain head: nothing to validate.
+        st.push_head_fast(top, &p);
+        return true;
+    }
+    let below = st.key_below(len);
+    if st.push_memo_fast(top, below, &p) {
+        return true;
+    }
     let key = HeldLock::chain_key_of(below, class, mode, trylock, 0);
-    if !trylock && below != 0 && st.cache.lookup(key) != Hit::Plain {
+    if !trylock && st.cache.lookup(key) != Hit::Plain {
         return false;
     }
-    // Only now the rest of the entry: its loads stay off the path that gives up, and most of
-    // it is needed only if the slot does not hold it already.
-    st.push_fast(top, key, map.instance(), site, map.name(), || {
-        entry_of(map, class, subclass, mode, trylock, 0, site)
-    });
+    st.push_fast(top, below, key, &p);
     true
 }
 

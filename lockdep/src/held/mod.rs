@@ -2,7 +2,7 @@
 //! `lockdep_depth` and `curr_chain_key`), as plain data: no thread-local, no lock, no report.
 //!
 //! - [`entry`]: one held lock as a value, and the chain key it adds.
-//! - [`slot`]: one held lock as it is stored (seven atomic words, written by the owner only).
+//! - [`slot`]: one held lock as it is stored (eight atomic words, one cache line, written by the owner only).
 //! - [`stack`]: a thread's stack with the bookkeeping that must stay consistent with it (chain
 //!   keys, pin and nest counts); every push, release and clear goes through it.
 //! - [`record`]: the shared home of a stack's slots, which other threads read (the
@@ -20,4 +20,4 @@ mod stack;
 
 pub(crate) use entry::HeldLock;
 pub use record::Holder;
-pub(crate) use stack::{Left, ThreadState};
+pub(crate) use stack::{Left, Plain, ThreadState};

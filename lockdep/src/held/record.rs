@@ -684,7 +684,7 @@ impl Record {
 }
 
 /// The most entries a held-lock stack holds: what the depth bits of [`Record::len`] count
-/// (a stack's slots take 56 bytes each, so a thread reaches it only with hundreds of GiB of
+/// (a stack's slots take 64 bytes each, so a thread reaches it only with hundreds of GiB of
 /// held-lock entries). The stack's owner keeps its length in the same word (see
 /// `ThreadState::len`), so the length never exceeds it.
 pub(crate) const MAX_HELD: usize = DEPTH_MASK as usize;

@@ -1,4 +1,4 @@
-//! One held lock as it is stored: seven words, each an atomic, so that the one copy of a
+//! One held lock as it is stored: eight words, each an atomic, so that the one copy of a
 //! thread's stack can be both its owner's working storage and what other threads read.
 //!
 //! Only the owner stores, with relaxed stores and loads (on the usual targets they compile to
@@ -10,8 +10,8 @@
 //! - **shown to other threads**: the instance, the class, the `meta` word's mode, trylock,
 //!   named and subclass bits and the name's length, the site and the name's address. The
 //!   owner changes them only by a push (after moving the counter) or inside a write section.
-//! - **the owner's alone**: the chain key, the nest_lock, and `meta`'s pin count and paired
-//!   bit. Readers ignore them, so the owner changes them with no section (`meta` is one word:
+//! - **the owner's alone**: the chain key, the nest_lock, the fast path's memo, and `meta`'s
+//!   pin count and paired bit. Readers ignore them, so the owner changes them with no section (`meta` is one word:
 //!   a reader gets its shown bits whole either way).
 
 use std::panic::Location;
@@ -30,8 +30,13 @@ const PIN_MASK: u64 = 0xffff << PIN_SHIFT;
 /// The bits of `meta` that other threads read.
 const SHOWN: u64 = !(PAIRED | PIN_MASK);
 
-/// One held lock in a thread's stack.
+/// A [`Slot::memo`] that holds a memo: the chain key below, with this bit (which no chain key
+/// has) set.
+const MEMO: u64 = 1 << 63;
+
+/// One held lock in a thread's stack. Eight words, one cache line.
 #[derive(Default)]
+#[repr(align(64))]
 pub(crate) struct Slot {
     instance: AtomicUsize,
     class: AtomicU64,
@@ -42,6 +47,10 @@ pub(crate) struct Slot {
     chain_key: AtomicU64,
     /// The owner's: the nest_lock's instance, or 0.
     nest_lock: AtomicUsize,
+    /// The owner's: `below | MEMO` when the fast path found this entry's chain valid over
+    /// the chain key `below` (see [`holds_memo`](Self::holds_memo)), 0 otherwise. Every store
+    /// of the entry's words or chain key clears it.
+    memo: AtomicU64,
 }
 
 /// The shown part of a slot, read racily: checked by a read section before it is trusted.
@@ -67,22 +76,31 @@ pub(crate) struct Shown {
 }
 
 fn meta_of(h: &HeldLock) -> u64 {
-    let mode = match h.mode {
+    shown_meta(h.mode, h.trylock, h.named, h.subclass, h.name)
+        | u64::from(h.paired) << 4
+        | u64::from(h.pin_count) << PIN_SHIFT
+}
+
+/// The `meta` word of an entry with these fields, no pin and no paired mark.
+#[inline(always)]
+pub(crate) fn shown_meta(
+    mode: Mode,
+    trylock: bool,
+    named: bool,
+    subclass: u8,
+    name: &'static str,
+) -> u64 {
+    let mode = match mode {
         Mode::Exclusive => 0,
         Mode::Read => 1,
         Mode::RecursiveRead => 2,
         Mode::Upgradable => 3,
     };
-    let len = h.name.len().min(u32::MAX as usize) as u64;
-    mode | u64::from(h.trylock) << 2
-        | u64::from(h.named) << 3
-        | u64::from(h.paired) << 4
-        | u64::from(h.subclass) << 8
-        | u64::from(h.pin_count) << PIN_SHIFT
-        | len << 32
+    let len = name.len().min(u32::MAX as usize) as u64;
+    mode | u64::from(trylock) << 2 | u64::from(named) << 3 | u64::from(subclass) << 8 | len << 32
 }
 
-/// An entry's seven words, computed once for a push (compared, then stored).
+/// An entry's seven words (all but the memo), computed once for a push (compared, then stored).
 #[derive(Clone, Copy)]
 pub(crate) struct Words {
     instance: usize,
@@ -131,6 +149,7 @@ impl Slot {
             .store(w.name_ptr.cast_mut(), Ordering::Relaxed);
         self.chain_key.store(w.chain_key, Ordering::Relaxed);
         self.nest_lock.store(w.nest_lock, Ordering::Relaxed);
+        self.memo.store(0, Ordering::Relaxed);
     }
 
     /// Whether the slot shows exactly `w`'s shown words: a push of it need not store them
@@ -178,6 +197,51 @@ impl Slot {
             && self.meta.load(Ordering::Relaxed) >> 32 == name.len() as u64
     }
 
+    /// [`holds`](Self::holds) for the fast path's push of a chain head (the bottom slot),
+    /// from its shown words alone, `meta` as [`shown_meta`] makes it: a chain head's key is a
+    /// function of its class, mode and trylock flag, so the same class and `meta` mean the
+    /// same chain key; no bottom entry has a nest_lock (its nest lock would be held below
+    /// it), and a popped slot carries no pin or paired mark (a release clears them). No
+    /// chain key is computed unless the slot must be rewritten.
+    #[inline(always)]
+    pub fn holds_head(
+        &self,
+        instance: usize,
+        class: ClassId,
+        meta: u64,
+        site: *const Location<'static>,
+        name: &'static str,
+    ) -> bool {
+        // Relaxed (every load): the owner reads back its own stores.
+        self.instance.load(Ordering::Relaxed) == instance
+            && self.class.load(Ordering::Relaxed) == class.to_bits()
+            && self.meta.load(Ordering::Relaxed) == meta
+            && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
+            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
+    }
+
+    /// Whether the fast path's push of an entry over a non-empty stack, whose chain key below
+    /// is `below` and whose other facts are those of [`holds_head`](Self::holds_head), may
+    /// store only the depth: the slot holds the entry, and its memo says that its chain over
+    /// `below` was found valid. The same chain key below, class and `meta` mean the same
+    /// chain key (a function of them), which was valid then and so is now (a chain's validity
+    /// never ends: a zapped class's chains have keys no live class makes); the memo was set
+    /// by a plain push (no nest_lock). Neither the chain key nor the chain cache is looked at.
+    #[inline(always)]
+    pub fn holds_memo(
+        &self,
+        below: u64,
+        instance: usize,
+        class: ClassId,
+        meta: u64,
+        site: *const Location<'static>,
+        name: &'static str,
+    ) -> bool {
+        // Relaxed: the owner's field.
+        self.memo.load(Ordering::Relaxed) == below | MEMO
+            && self.holds_head(instance, class, meta, site, name)
+    }
+
     /// Copies every field of `from` (the owner, inside a write section or on private slots).
     pub fn copy_from(&self, from: &Slot) {
         // Relaxed (every load and store): the owner's own fields; see `write`.
@@ -198,9 +262,10 @@ impl Slot {
     }
 
     fn write_own_raw(&self, chain_key: u64, nest_lock: usize) {
-        // Relaxed (both): the owner's fields.
+        // Relaxed (all three): the owner's fields.
         self.chain_key.store(chain_key, Ordering::Relaxed);
         self.nest_lock.store(nest_lock, Ordering::Relaxed);
+        self.memo.store(0, Ordering::Relaxed);
     }
 
     /// The instance (the owner).
@@ -220,8 +285,17 @@ impl Slot {
     /// Sets the chain key (the owner).
     #[inline]
     pub fn set_chain_key(&self, key: u64) {
-        // Relaxed: the owner's field.
+        // Relaxed (both): the owner's fields.
         self.chain_key.store(key, Ordering::Relaxed);
+        self.memo.store(0, Ordering::Relaxed);
+    }
+
+    /// Notes that this entry's chain over the chain key `below` (never 0) is valid: the fast
+    /// path found it so, by the chain cache or because it is a trylock (the owner).
+    #[inline(always)]
+    pub fn set_memo(&self, below: u64) {
+        // Relaxed: the owner's field.
+        self.memo.store(below | MEMO, Ordering::Relaxed);
     }
 
     /// The nest_lock's instance, or 0 (the owner).
@@ -334,6 +408,63 @@ impl RawSlot {
     }
 }
 
-// Seven words: what a push stores.
+// Eight words, one cache line: what a push stores, and the memo.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Slot>() == 56);
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(chain_key: u64) -> HeldLock {
+        HeldLock {
+            class: ClassId::new(3, 1),
+            instance: 0x1000,
+            name: "l",
+            named: true,
+            mode: Mode::Exclusive,
+            trylock: false,
+            subclass: 0,
+            nest_lock: 0,
+            site: Location::caller(),
+            chain_key,
+            pin_count: 0,
+            paired: false,
+        }
+    }
+
+    fn holds_memo(s: &Slot, h: &HeldLock, below: u64) -> bool {
+        let meta = shown_meta(h.mode, h.trylock, h.named, h.subclass, h.name);
+        s.holds_memo(below, h.instance, h.class, meta, h.site, h.name)
+    }
+
+    /// The memo vouches only for the chain key below it was set over, and every store of
+    /// the entry's words or chain key takes it away.
+    #[test]
+    fn the_memo_is_over_one_key_below_and_every_store_clears_it() {
+        let (below, other) = (1 << 62 | 7, 1 << 62 | 8);
+        let h = entry(1 << 62 | 99);
+        let s = Slot::default();
+        s.write(&h);
+        assert!(!holds_memo(&s, &h, below), "no memo after a write");
+        s.set_memo(below);
+        assert!(holds_memo(&s, &h, below));
+        assert!(!holds_memo(&s, &h, other), "another key below");
+        let mut read = h;
+        read.mode = Mode::RecursiveRead;
+        assert!(!holds_memo(&s, &read, below), "another mode");
+
+        s.set_chain_key(h.chain_key);
+        assert!(!holds_memo(&s, &h, below), "a chain key store clears it");
+        s.set_memo(below);
+        s.write(&h);
+        assert!(!holds_memo(&s, &h, below), "a write clears it");
+        s.set_memo(below);
+        let copy = Slot::default();
+        copy.copy_from(&s);
+        assert!(!holds_memo(&copy, &h, below), "a copy does not carry it");
+        assert!(holds_memo(&s, &h, below), "the copied slot keeps it");
+        s.set_marks(1, false);
+        assert!(!holds_memo(&s, &h, below), "a pinned entry never matches");
+    }
+}

@@ -14,7 +14,7 @@
 //! push, past the record limit, and after the exit check gave the record back) a private
 //! array of the same slots. `base`/`cap` name the array in use, so the fast path reaches a
 //! slot with no indirection and no test of which array it is. The slot keeps the fields every
-//! path needs in seven words; a report decodes them into a [`HeldLock`].
+//! path needs in eight words; a report decodes them into a [`HeldLock`].
 //!
 //! Why the record's slots and not the private array read by others: another thread may read
 //! the stack at any time, so its storage must be atomics either way, and it must outlive the
@@ -32,7 +32,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::record::{self, Identity, Record};
-use super::slot::{Slot, Words};
+use super::slot::{self, Slot, Words};
 use super::HeldLock;
 use crate::chain::LocalCache;
 use crate::class::ClassId;
@@ -96,6 +96,52 @@ impl FastTop {
     #[inline(always)]
     pub fn len(self) -> usize {
         record::depth_of(self.word)
+    }
+}
+
+/// A plain acquisition (no nest_lock, no pin, not paired), as the fast path's pushes take it.
+#[derive(Clone, Copy)]
+pub(crate) struct Plain {
+    pub instance: usize,
+    pub class: ClassId,
+    pub mode: Mode,
+    pub trylock: bool,
+    pub subclass: u8,
+    pub named: bool,
+    pub site: &'static std::panic::Location<'static>,
+    pub name: &'static str,
+}
+
+impl Plain {
+    /// Its slot's `meta` word.
+    #[inline(always)]
+    fn meta(&self) -> u64 {
+        slot::shown_meta(
+            self.mode,
+            self.trylock,
+            self.named,
+            self.subclass,
+            self.name,
+        )
+    }
+
+    /// Its held entry, with chain key `chain_key`.
+    #[inline(always)]
+    fn entry(&self, chain_key: u64) -> HeldLock {
+        HeldLock {
+            class: self.class,
+            instance: self.instance,
+            name: self.name,
+            named: self.named,
+            mode: self.mode,
+            trylock: self.trylock,
+            subclass: self.subclass,
+            nest_lock: 0,
+            site: self.site,
+            chain_key,
+            pin_count: 0,
+            paired: false,
+        }
     }
 }
 
@@ -527,28 +573,49 @@ impl ThreadState {
         }
     }
 
-    /// The fast path's push of a plain entry (no nest_lock, no pin, not paired) whose chain
-    /// key over the stack as it is is `key`, with the record and room that
-    /// [`fast_top`](Self::fast_top) found: when the slot already holds it
-    /// (see [`Slot::holds_fast`]) only the depth is stored; `entry` makes the whole entry
-    /// otherwise.
+    /// The fast path's push of a plain chain head (the stack is empty, as `top` found it):
+    /// when the bottom slot already holds it (see [`Slot::holds_head`]) only the depth is
+    /// stored, and no chain key is computed; else the whole entry.
     #[inline(always)]
-    pub fn push_fast(
-        &mut self,
-        top: FastTop,
-        key: u64,
-        instance: usize,
-        site: &'static std::panic::Location<'static>,
-        name: &'static str,
-        entry: impl FnOnce() -> HeldLock,
-    ) {
+    pub fn push_head_fast(&mut self, top: FastTop, p: &Plain) {
+        let FastTop { r, word } = top;
+        debug_assert_eq!(record::depth_of(word), 0);
+        let slot = self.top_slot_in_room(0);
+        if !slot.holds_head(p.instance, p.class, p.meta(), p.site, p.name) {
+            let key = HeldLock::chain_key_of(0, p.class, p.mode, p.trylock, 0);
+            rewrite(slot, r, &Words::of(&p.entry(key)));
+        }
+        r.store_len(record::pushed_word(word));
+    }
+
+    /// The fast path's push of a plain entry over the non-empty stack `top` found, whose
+    /// chain key below is `below`, if the top slot's memo says that the chain is valid (see
+    /// [`Slot::holds_memo`]): then only the depth is stored, and neither the chain key nor
+    /// the chain cache is needed. False (and nothing changed) otherwise.
+    #[inline(always)]
+    pub fn push_memo_fast(&mut self, top: FastTop, below: u64, p: &Plain) -> bool {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
-        if !slot.holds_fast(instance, key, site, name) {
-            let mut e = entry();
-            e.chain_key = key;
-            rewrite(slot, r, &Words::of(&e));
+        if !slot.holds_memo(below, p.instance, p.class, p.meta(), p.site, p.name) {
+            return false;
         }
+        r.store_len(record::pushed_word(word));
+        true
+    }
+
+    /// The fast path's push of a plain entry over the non-empty stack `top` found, whose
+    /// chain key below is `below` and whose own chain key `key` was found valid (in the
+    /// chain cache, or a trylock): the slot is rewritten unless it holds the entry already
+    /// (see [`Slot::holds_fast`]), and its memo is set, so that the next such push needs
+    /// only [`push_memo_fast`](Self::push_memo_fast).
+    #[inline(always)]
+    pub fn push_fast(&mut self, top: FastTop, below: u64, key: u64, p: &Plain) {
+        let FastTop { r, word } = top;
+        let slot = self.top_slot_in_room(record::depth_of(word));
+        if !slot.holds_fast(p.instance, key, p.site, p.name) {
+            rewrite(slot, r, &Words::of(&p.entry(key)));
+        }
+        slot.set_memo(below);
         r.store_len(record::pushed_word(word));
     }
 
