@@ -466,11 +466,10 @@ fn lockdep_acquire_as<const MODE: usize, const TRY: bool>(map: &LockMap, site: S
     lockdep::acquire(map, 0, code_mode(MODE), TRY, None, site);
 }
 
-/// `lockdep::release`, inlined into the guard's drop, unlike the acquisition: its fast path is
-/// a handful of loads and one store with few live values, so the call cost more than the
-/// code it saves (measured per lock; see BENCHMARKS.md, instrumented-locks); the general path
-/// stays one call.
-#[inline(always)]
+/// `lockdep::release`, called, not inlined (as [`lockdep_acquire`]): inlined, it saves a little
+/// on the lock_api rows but makes the std-flavoured guards' drop glue too large to inline
+/// (measured: see BENCHMARKS.md, instrumented-locks).
+#[inline(never)]
 fn lockdep_release(map: &LockMap, site: Site) {
     lockdep::release(map, site);
 }

@@ -87,6 +87,7 @@ impl<'a> Poison<'a> {
 }
 
 impl Drop for Poison<'_> {
+    #[inline]
     fn drop(&mut self) {
         if !self.panicking && std::thread::panicking() {
             // Relaxed: see `Flag::get`.
