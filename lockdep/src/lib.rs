@@ -164,7 +164,11 @@
 //!    with no lock taken and no shared write. The usual case (a live cached class, room on
 //!    the stack, a chain head, a trylock or a hit in the thread's cache) is the fast path,
 //!    `validate::acquire_fast`: inlined, with no call at all (everything else is a tail call
-//!    to the general path), through a thread-local with no destructor (`thread::local`).
+//!    to the general path), through a thread-local with no destructor (`thread::local`). A
+//!    lock re-taken at the same depth, site and mode over the same chain below (a loop) costs
+//!    less still: its slot already holds the entry, with a memo that its chain over the key
+//!    below was found valid (`held::slot`'s `holds_memo`), so the push stores only the depth
+//!    and neither the chain key nor the cache is needed.
 //! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
 //!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
