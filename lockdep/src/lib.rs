@@ -167,8 +167,9 @@
 //!    to the general path), through a thread-local with no destructor (`thread::local`). A
 //!    lock re-taken at the same depth, site and mode over the same chain below (a loop) costs
 //!    less still: its slot already holds the entry, with a memo that its chain over the key
-//!    below was found valid (`held::slot`'s `holds_memo`), so the push stores only the depth
-//!    and neither the chain key nor the cache is needed.
+//!    below was found valid (`held::slot`'s `holds_memo`; at the bottom of the stack the
+//!    entry's shown words suffice, `holds_head`), so the push stores only the depth and
+//!    neither the chain key nor the cache is needed.
 //! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
 //!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
