@@ -320,11 +320,12 @@ impl ThreadState {
             std_id,
             os_tid: os_tid(),
         };
+        // The private stack's depth, read before the record's word becomes the depth.
+        let len = self.len();
         self.record = record::claim(identity);
         match self.record {
             Some(r) => {
                 let mut slots = r.slots();
-                let len = self.len();
                 if slots.len() < len {
                     slots = r.grow(0, len.next_power_of_two());
                 }
