@@ -8,7 +8,9 @@
 //! per-thread two-way set-associative cache (no shared memory touched), then in a global lock-free
 //! open-addressing table that is only *read* on the fast path. Inserts happen under the graph
 //! lock. Entries are never removed on purpose: a chain that mentions a zapped class can
-//! never match again because class generations never repeat. When an insert finds its probe
+//! never match again because its class id does not come back (a slot's generation, 44 bits of
+//! the id, repeats only after 2^43 classes in that slot), and the id and the acquisition's
+//! tag occupy different bits of the word that is hashed. When an insert finds its probe
 //! window full, one chain of the window is evicted (and counted), so the table is bounded,
 //! never fails, and never stalls the graph lock with a whole-table flush.
 //!
@@ -90,7 +92,9 @@ pub(crate) fn extend(prev: u64, class: ClassId, mode: Mode, trylock: bool, neste
     // depend on `prev`). On the path from one key to the next there is only a rotation, an xor
     // and a plain multiply by an odd constant: a bijection of the xor, so two chains collide
     // only if the xors do, and every bit of the well-mixed `entry` still reaches the key.
-    let entry = fold_mul(class.to_bits() ^ (tag << 56), 0x9e37_79b9_7f4a_7c15);
+    // The tag goes in the id's bits that are always 0 (see `ClassId::to_bits`): distinct
+    // (class, tag) pairs make distinct words, whatever the generation.
+    let entry = fold_mul(class.to_bits() | (tag << 16), 0x9e37_79b9_7f4a_7c15);
     let k = (prev.rotate_left(23) ^ entry).wrapping_mul(0xa076_1d64_78bd_642f);
     // Bit 63 cleared for the mark, bit 62 set so the key is never 0; the low bits (the cache
     // indexes) keep the hash's.
@@ -254,6 +258,42 @@ mod tests {
         ];
         for (i, v) in variants.iter().enumerate() {
             assert_ne!(*v, ab, "variant {i}");
+        }
+    }
+
+    /// A class id and an acquisition's tag never alias: two classes of one slot whose
+    /// generations differ in any one bit, taken in every mode, trylock and nested
+    /// combination, make as many distinct chain keys (over the empty stack and over
+    /// another key). An earlier layout put the tag over the generation's top bits, so a
+    /// class re-created 2^24 times in its slot, taken for reading, had the chain key of
+    /// its old class taken exclusively.
+    #[test]
+    fn no_generation_aliases_a_mode_or_flag() {
+        let modes = [
+            Mode::Exclusive,
+            Mode::Read,
+            Mode::RecursiveRead,
+            Mode::Upgradable,
+        ];
+        let below = extend(0, class(9), Mode::Exclusive, false, false);
+        for prev in [0, below] {
+            let mut keys = std::collections::HashSet::new();
+            let mut n = 0;
+            for bit in 0..43 {
+                // Odd (live) generations that differ from 1 in one bit.
+                let generation = 1 | (1u64 << (bit + 1));
+                for class in [ClassId::new(0xffff, generation), ClassId::new(0xffff, 1)] {
+                    for mode in modes {
+                        for (trylock, nested) in [(false, false), (true, false), (false, true)] {
+                            keys.insert(extend(prev, class, mode, trylock, nested));
+                            n += 1;
+                        }
+                    }
+                }
+            }
+            // The generation-1 class repeats for every bit: count it once.
+            let distinct = n - 42 * 12;
+            assert_eq!(keys.len(), distinct, "over {prev:#x}");
         }
     }
 

@@ -139,3 +139,82 @@ fn a_memo_over_the_same_classes_names_this_rounds_instances() {
     }
     assert_reports!();
 }
+
+/// A lock taken under a nest lock, then at the same site without one: its slot at the
+/// bottom still names the nest lock, so the shortcut must not take it for a plain head (an
+/// out-of-order release would then drop a nest count it never added, and a later lock be
+/// counted past the depth limit).
+#[test]
+fn a_bottom_slot_left_by_a_nest_locked_entry_is_not_a_plain_head() {
+    let _h = start();
+    lockdep::set_max_depth(2);
+    let (n, x, q, m, w) = (
+        new_lock("n"),
+        new_lock("x"),
+        new_lock("q"),
+        new_lock("m"),
+        new_lock("w"),
+    );
+    let site = Location::caller();
+    lock(n);
+    lockdep::acquire(x, 0, Mode::Exclusive, false, Some(n), site);
+    unlock(n);
+    unlock(x);
+    // The same lock at the same site, a plain chain head now.
+    lockdep::acquire(x, 0, Mode::Exclusive, false, None, site);
+    lock(q);
+    lock_nest(m, q);
+    unlock(x);
+    // Held: q (depth 1) and m (covered by its nest lock q): `w` makes depth 2, the limit.
+    lock(w);
+    unlock(w);
+    unlock(m);
+    unlock(q);
+    lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
+    assert_reports!();
+}
+
+/// An out-of-order release moves the entries above it down a slot and leaves the old top
+/// slot behind, with whatever pin it had: a later push into that slot must not inherit it.
+#[test]
+fn a_slot_left_by_an_entry_that_moved_down_carries_no_pin() {
+    let _h = start();
+    let (a, b, e) = (new_lock("a"), new_lock("b"), new_lock("e"));
+    let sites = (Location::caller(), Location::caller(), Location::caller());
+    let nest = || {
+        lockdep::acquire(a, 0, Mode::Exclusive, false, None, sites.0);
+        lockdep::acquire(b, 0, Mode::Exclusive, false, None, sites.1);
+        lockdep::acquire(e, 0, Mode::Exclusive, false, None, sites.2);
+    };
+    for _ in 0..2 {
+        nest();
+        unlock(e);
+        unlock(b);
+        unlock(a);
+    }
+    // `e` pinned while `b`, below it, is released: `e` moves down, its old slot stays.
+    nest();
+    lockdep::pin(e);
+    unlock(b);
+    lockdep::unpin(e);
+    unlock(e);
+    unlock(a);
+    assert_reports!();
+    // The same nest again: `e` is back in that slot, not pinned. Releasing it while `a` is
+    // pinned is fine; unpinning it is a bad unpin.
+    nest();
+    lockdep::pin(a);
+    unlock(e);
+    lockdep::unpin(a);
+    assert_reports!();
+    lockdep::acquire(e, 0, Mode::Exclusive, false, None, sites.2);
+    lockdep::unpin(e);
+    assert_reports!(Report::AssertionFailed {
+        kind: lockdep::AssertKind::BadUnpin,
+        ..
+    });
+    unlock(e);
+    unlock(b);
+    unlock(a);
+    assert_eq!(lockdep::held_count(), 0);
+}

@@ -2,8 +2,9 @@
 //! kernel's `lockdep_map::class_cache[]`, two entries).
 //!
 //! Slot 0 holds the class of subclass 0. Slot 1 holds the class of the most recently used other
-//! subclass, *tagged* with that subclass in bits 16..20 of the id's index half: class indexes
-//! are below 2^16 ([`MAX_CLASSES`]), so those bits are free, and one atomic word carries both
+//! subclass, *tagged* with that subclass in bits 16..20 of the id, between the index and the
+//! generation: class indexes are below 2^16 ([`MAX_CLASSES`]) and the generation starts at
+//! bit 20 (`ClassId::to_bits`), so those bits are free, and one atomic word carries both
 //! the class and the subclass it belongs to. A word that does not match is a miss, never a
 //! wrong class; a stale class is caught by the generation check (`generation::is_live`).
 
@@ -19,7 +20,7 @@ const TAG_MASK: u64 = 0xf << TAG_SHIFT;
 
 // The tag must sit above every class index and below the generation, and hold every subclass.
 const _: () = assert!(MAX_CLASSES <= 1 << TAG_SHIFT);
-const _: () = assert!(TAG_MASK >> 32 == 0);
+const _: () = assert!(TAG_MASK >> 20 == 0);
 const _: () = assert!(MAX_SUBCLASSES as u64 <= (TAG_MASK >> TAG_SHIFT) + 1);
 
 /// A class id of a non-zero subclass with that subclass in its tag bits: the word of slot 1.
@@ -111,7 +112,7 @@ mod tests {
         let c = ClassCache::new();
         // The largest index and an odd generation with high bits set: the tag must touch
         // neither.
-        let id = ClassId::new((MAX_CLASSES - 1) as u32, 0xffff_fff1);
+        let id = ClassId::new((MAX_CLASSES - 1) as u32, 0xfff_ffff_fff1);
         for sub in 1..MAX_SUBCLASSES {
             c.set(sub, id);
             assert_eq!(c.get(sub), id, "subclass {sub}");
@@ -136,7 +137,7 @@ mod tests {
     #[test]
     fn tag_sits_in_bits_16_to_20() {
         let t = Tagged::new(ClassId::new(1, 1), 5);
-        assert_eq!(t.0, (1 << 32) | (5 << 16) | 1);
+        assert_eq!(t.0, (1 << 20) | (5 << 16) | 1);
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! ([`Graph`](crate::graph::Graph)) under the graph lock. The fast path only needs to know whether a class id cached in a lock map still
 //! names a live class; it reads one generation word per check and writes nothing.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::id::GEN_MASK;
 use super::ClassId;
 use crate::limits::MAX_CLASSES;
 
@@ -13,13 +14,13 @@ use crate::limits::MAX_CLASSES;
 /// (a churned dynamic key, whose slot the class table reuses at once) writes only its own
 /// line, never one that an acquisition of another class reads.
 #[repr(align(64))]
-struct Generation(AtomicU32);
+struct Generation(AtomicU64);
 
 /// One generation word per class slot: odd while a class lives in the slot, even while free.
 /// A zero-initialized static (in .bss, 64 bytes a slot: pages are only touched when classes
 /// use them), so the fast path needs no lazy-initialization check.
 static GENERATIONS: [Generation; MAX_CLASSES] =
-    [const { Generation(AtomicU32::new(0)) }; MAX_CLASSES];
+    [const { Generation(AtomicU64::new(0)) }; MAX_CLASSES];
 
 /// True if `id` names a class that has not been zapped.
 #[inline]
@@ -29,7 +30,8 @@ pub(crate) fn is_live(id: ClassId) -> bool {
     let slot = &GENERATIONS[id.index() as usize % MAX_CLASSES].0;
     // Relaxed: the answer is advisory. A class zapped right after this check only means the
     // caller validates against a dying class; the graph lock's slow path re-checks, and the
-    // dead id can never match a new class because generations never repeat.
+    // dead id can never match a new class because generations do not repeat (2^43 lives of
+    // one slot before they wrap: see `ClassId`).
     slot.load(Ordering::Relaxed) == id.generation() && !id.is_none()
 }
 
@@ -38,9 +40,9 @@ pub(crate) fn is_live(id: ClassId) -> bool {
 pub(crate) fn make_live(index: u32) -> ClassId {
     let slot = &GENERATIONS[index as usize].0;
     // Relaxed load: only the graph-lock holder writes this word.
-    let mut gen = slot.load(Ordering::Relaxed).wrapping_add(1);
+    let mut gen = (slot.load(Ordering::Relaxed) + 1) & GEN_MASK;
     if gen & 1 == 0 {
-        gen = gen.wrapping_add(1);
+        gen = (gen + 1) & GEN_MASK;
     }
     // Relaxed: readers only compare this word with an id (`is_live`) and read nothing through
     // it; whatever they then need about the class they read under the graph lock.
@@ -56,6 +58,6 @@ pub(crate) fn make_dead(index: u32) {
     if gen & 1 == 1 {
         // Relaxed: as in `make_live`; a reader that still sees the old value validates against
         // a dying class, which the graph lock's slow path then finds zapped.
-        slot.store(gen.wrapping_add(1), Ordering::Relaxed);
+        slot.store((gen + 1) & GEN_MASK, Ordering::Relaxed);
     }
 }

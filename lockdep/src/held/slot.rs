@@ -174,35 +174,35 @@ impl Slot {
             && self.shows(w)
     }
 
-    /// [`holds`](Self::holds) for the fast path's push, from the four facts that decide it:
-    /// the same instance, chain key, site and name. The rest follows (barring a chain-key
-    /// collision, which the chain cache already trusts): an equal chain key over the same
-    /// stack below means the same class (hence subclass), mode, trylock flag and no
-    /// nest_lock; the same instance means the same map, whose name is fixed, and a popped
-    /// slot carries no pin or paired mark (a release clears them).
+    /// [`holds`](Self::holds) for the fast path's push of a plain entry (no nest_lock, no
+    /// pin, not paired), from the facts that decide it: the same instance, chain key, `meta`
+    /// as [`shown_meta`] makes it (so no pin or paired mark: a slot above the stack may keep
+    /// stale ones), site and name. The rest follows (barring a chain-key collision, which the
+    /// chain cache already trusts): an equal chain key over the same stack below means the
+    /// same class (hence subclass), mode, trylock flag and no nest_lock.
     #[inline(always)]
     pub fn holds_fast(
         &self,
         instance: usize,
         chain_key: u64,
+        meta: u64,
         site: *const Location<'static>,
         name: &'static str,
     ) -> bool {
         // Relaxed (every load): the owner reads back its own stores.
         self.instance.load(Ordering::Relaxed) == instance
             && self.chain_key.load(Ordering::Relaxed) == chain_key
+            && self.meta.load(Ordering::Relaxed) == meta
             && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
             && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
-            // A name longer than `u32::MAX` never matches: its slot is rewritten every time.
-            && self.meta.load(Ordering::Relaxed) >> 32 == name.len() as u64
     }
 
-    /// [`holds`](Self::holds) for the fast path's push of a chain head (the bottom slot),
-    /// from its shown words alone, `meta` as [`shown_meta`] makes it: a chain head's key is a
-    /// function of its class, mode and trylock flag, so the same class and `meta` mean the
-    /// same chain key; no bottom entry has a nest_lock (its nest lock would be held below
-    /// it), and a popped slot carries no pin or paired mark (a release clears them). No
-    /// chain key is computed unless the slot must be rewritten.
+    /// [`holds`](Self::holds) for the fast path's push of a plain chain head (the bottom
+    /// slot), from its shown words, `meta` as [`shown_meta`] makes it, and its memo: the same
+    /// instance, class, `meta` (so no pin or paired mark), site and name, and a memo over
+    /// the empty stack, which only a plain push sets and every store clears, so that the slot
+    /// has no nest_lock and its chain key is the plain head's (a function of the class, mode
+    /// and trylock flag). No chain key is computed unless the slot must be rewritten.
     #[inline(always)]
     pub fn holds_head(
         &self,
@@ -218,6 +218,7 @@ impl Slot {
             && self.meta.load(Ordering::Relaxed) == meta
             && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
             && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
+            && self.memo.load(Ordering::Relaxed) == MEMO
     }
 
     /// Whether the fast path's push of an entry over a non-empty stack, whose chain key below
@@ -225,8 +226,10 @@ impl Slot {
     /// store only the depth: the slot holds the entry, and its memo says that its chain over
     /// `below` was found valid. The same chain key below, class and `meta` mean the same
     /// chain key (a function of them), which was valid then and so is now (a chain's validity
-    /// never ends: a zapped class's chains have keys no live class makes); the memo was set
-    /// by a plain push (no nest_lock). Neither the chain key nor the chain cache is looked at.
+    /// never ends: a zapped class's id does not come back, so its chains' keys are made by no
+    /// live class); the memo was set by a plain push (no nest_lock), and the full `meta`
+    /// compare rules out pins and paired marks. Neither the chain key nor the chain cache is
+    /// looked at.
     #[inline(always)]
     pub fn holds_memo(
         &self,
@@ -237,9 +240,13 @@ impl Slot {
         site: *const Location<'static>,
         name: &'static str,
     ) -> bool {
-        // Relaxed: the owner's field.
+        // Relaxed (every load): the owner reads back its own stores.
         self.memo.load(Ordering::Relaxed) == below | MEMO
-            && self.holds_head(instance, class, meta, site, name)
+            && self.instance.load(Ordering::Relaxed) == instance
+            && self.class.load(Ordering::Relaxed) == class.to_bits()
+            && self.meta.load(Ordering::Relaxed) == meta
+            && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
+            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
     }
 
     /// Copies every field of `from` (the owner, inside a write section or on private slots).
@@ -290,8 +297,17 @@ impl Slot {
         self.memo.store(0, Ordering::Relaxed);
     }
 
-    /// Notes that this entry's chain over the chain key `below` (never 0) is valid: the fast
-    /// path found it so, by the chain cache or because it is a trylock (the owner).
+    /// Forgets what the owner's fields say of the entry that was here (its pin count, paired
+    /// mark and memo): the slot is above the stack now, left by an entry that moved down.
+    pub fn vacate(&self) {
+        self.set_marks(0, false);
+        // Relaxed: the owner's field.
+        self.memo.store(0, Ordering::Relaxed);
+    }
+
+    /// Notes that this entry's chain over the chain key `below` (0 for the empty stack) is
+    /// valid: the fast path found it so (a chain head, a trylock, or a hit in the chain cache;
+    /// the owner).
     #[inline(always)]
     pub fn set_memo(&self, below: u64) {
         // Relaxed: the owner's field.

@@ -585,6 +585,7 @@ impl ThreadState {
         if !slot.holds_head(p.instance, p.class, p.meta(), p.site, p.name) {
             let key = HeldLock::chain_key_of(0, p.class, p.mode, p.trylock, 0);
             rewrite(slot, r, &Words::of(&p.entry(key)));
+            slot.set_memo(0);
         }
         r.store_len(record::pushed_word(word));
     }
@@ -613,7 +614,7 @@ impl ThreadState {
     pub fn push_fast(&mut self, top: FastTop, below: u64, key: u64, p: &Plain) {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
-        if !slot.holds_fast(p.instance, key, p.site, p.name) {
+        if !slot.holds_fast(p.instance, key, p.meta(), p.site, p.name) {
             rewrite(slot, r, &Words::of(&p.entry(key)));
         }
         slot.set_memo(below);
@@ -754,6 +755,7 @@ impl ThreadState {
             for j in i + 1..slots.len() {
                 slots[j - 1].copy_from(&slots[j]);
             }
+            slots[slots.len() - 1].vacate();
             st.set_word(record::popped_word(st.word()), true);
             st.rekey(i);
         });
@@ -858,11 +860,12 @@ fn os_tid() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_CLASSES;
     use std::panic::Location;
 
     fn entry(instance: usize) -> HeldLock {
         HeldLock {
-            class: ClassId::new(instance as u32, 1),
+            class: ClassId::new((instance % MAX_CLASSES) as u32, 1),
             instance,
             name: "L",
             named: true,
@@ -1119,7 +1122,7 @@ mod tests {
         const NAMES: [&str; 3] = ["a", "bb", "cccc"];
         fn make(i: usize) -> HeldLock {
             HeldLock {
-                class: ClassId::new(i as u32, 1),
+                class: ClassId::new((i % MAX_CLASSES) as u32, 1),
                 name: NAMES[i % 3],
                 ..entry(i)
             }
@@ -1137,7 +1140,7 @@ mod tests {
                     let mut last = 0;
                     for e in snap.entries() {
                         assert!(e.instance > last, "instances rise");
-                        assert_eq!(e.class, ClassId::new(e.instance as u32, 1));
+                        assert_eq!(e.class, ClassId::new((e.instance % MAX_CLASSES) as u32, 1));
                         assert_eq!(e.name, NAMES[e.instance % 3]);
                         last = e.instance;
                     }
