@@ -27,8 +27,11 @@ use crate::mode::Mode;
 const PAIRED: u64 = 1 << 4;
 const PIN_SHIFT: u32 = 16;
 const PIN_MASK: u64 = 0xffff << PIN_SHIFT;
+/// `meta`, the owner's: the slot was left by an entry with a nest_lock (see
+/// [`Slot::left_nested`]), so that no shortcut of the fast path takes it for a plain entry.
+const LEFT_NESTED: u64 = 1 << 5;
 /// The bits of `meta` that other threads read.
-const SHOWN: u64 = !(PAIRED | PIN_MASK);
+const SHOWN: u64 = !(PAIRED | PIN_MASK | LEFT_NESTED);
 
 /// A [`Slot::memo`] that holds a memo: the chain key below, with this bit (which no chain key
 /// has) set.
@@ -198,11 +201,11 @@ impl Slot {
     }
 
     /// [`holds`](Self::holds) for the fast path's push of a plain chain head (the bottom
-    /// slot), from its shown words, `meta` as [`shown_meta`] makes it, and its memo: the same
-    /// instance, class, `meta` (so no pin or paired mark), site and name, and a memo over
-    /// the empty stack, which only a plain push sets and every store clears, so that the slot
-    /// has no nest_lock and its chain key is the plain head's (a function of the class, mode
-    /// and trylock flag). No chain key is computed unless the slot must be rewritten.
+    /// slot), from its shown words, `meta` as [`shown_meta`] makes it: the same instance,
+    /// class, `meta` (so no pin or paired mark, and not [`LEFT_NESTED`]: a slot left by an
+    /// entry with a nest_lock is marked so), site and name. Then the slot has no nest_lock,
+    /// and its chain key is the plain head's (a function of the class, mode and trylock
+    /// flag). No chain key is computed unless the slot must be rewritten.
     #[inline(always)]
     pub fn holds_head(
         &self,
@@ -218,7 +221,6 @@ impl Slot {
             && self.meta.load(Ordering::Relaxed) == meta
             && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
             && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
-            && self.memo.load(Ordering::Relaxed) == MEMO
     }
 
     /// Whether the fast path's push of an entry over a non-empty stack, whose chain key below
@@ -295,6 +297,14 @@ impl Slot {
         // Relaxed (both): the owner's fields.
         self.chain_key.store(key, Ordering::Relaxed);
         self.memo.store(0, Ordering::Relaxed);
+    }
+
+    /// Marks the slot as left by an entry with a nest_lock (its release): its nest_lock and
+    /// chain key stay, so the fast path's compares of `meta` must fail on it (the owner).
+    pub fn left_nested(&self) {
+        // Relaxed (both): the owner's word; the shown bits stay as they were.
+        let m = self.meta.load(Ordering::Relaxed);
+        self.meta.store(m | LEFT_NESTED, Ordering::Relaxed);
     }
 
     /// Forgets what the owner's fields say of the entry that was here (its pin count, paired

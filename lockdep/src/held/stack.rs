@@ -585,7 +585,6 @@ impl ThreadState {
         if !slot.holds_head(p.instance, p.class, p.meta(), p.site, p.name) {
             let key = HeldLock::chain_key_of(0, p.class, p.mode, p.trylock, 0);
             rewrite(slot, r, &Words::of(&p.entry(key)));
-            slot.set_memo(0);
         }
         r.store_len(record::pushed_word(word));
     }
@@ -685,6 +684,8 @@ impl ThreadState {
         let left = self.take_marks(i);
         if self.nested > 0 && self.slot(i).nest_lock() != 0 {
             self.nested -= 1;
+            // Left above the stack (a pop) it keeps its nest_lock: no shortcut may take it.
+            self.slot(i).left_nested();
         }
         left
     }
