@@ -1,0 +1,341 @@
+//! The fast path against the slow path, on random operation sequences: the same sequence is
+//! run with the fast paths live and with lock_stat on (which sends every acquisition and
+//! release to the general paths), on a fresh thread and on one that ran sequences before
+//! (its slots hold old entries, memos and marks). The reports, the held stack after every
+//! operation and the final dependencies must be the same.
+//!
+//! Operations: acquisitions in every mode, trylocks, subclasses, nest locks and three sites;
+//! LIFO and out-of-order releases; mode and subclass changes of held locks; pin and unpin;
+//! detach and attach; `might_lock`; a dynamic key unregistered and registered again; loops
+//! that re-take a fixed nest (the shortcuts' case); and a small depth limit in some runs.
+
+mod common;
+
+use std::panic::Location;
+
+use common::*;
+use lockdep::{DynamicKey, LockMap, Mode};
+
+/// xorshift64: the sequences must be the same in every run of the test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+struct World {
+    maps: Vec<&'static LockMap>,
+    key: &'static DynamicKey,
+    sites: [&'static Location<'static>; 3],
+}
+
+fn world() -> World {
+    let key: &'static DynamicKey = Box::leak(Box::new(DynamicKey::new("dyn")));
+    let leak = |m: LockMap| -> &'static LockMap { Box::leak(Box::new(m)) };
+    // Two maps of one class ("same": one construction site) for same-class nesting.
+    let same = || leak(LockMap::new("same"));
+    let maps = vec![
+        leak(LockMap::new("a")),
+        leak(LockMap::new("b")),
+        leak(LockMap::new("c")),
+        same(),
+        same(),
+        leak(LockMap::with_dynamic_key("dy1", key)),
+        leak(LockMap::with_dynamic_key("dy2", key)),
+    ];
+    let sites = [Location::caller(), Location::caller(), Location::caller()];
+    World { maps, key, sites }
+}
+
+const MODES: [Mode; 4] = [
+    Mode::Exclusive,
+    Mode::Read,
+    Mode::RecursiveRead,
+    Mode::Upgradable,
+];
+
+/// One operation of a sequence.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Acquire {
+        map: usize,
+        mode: Mode,
+        trylock: bool,
+        subclass: u8,
+        site: usize,
+        /// The nest lock, by map.
+        nest: Option<usize>,
+    },
+    Release {
+        map: usize,
+    },
+    SetMode {
+        map: usize,
+        mode: Mode,
+    },
+    SetSubclass {
+        map: usize,
+        subclass: u8,
+    },
+    Pin {
+        map: usize,
+    },
+    Unpin {
+        map: usize,
+    },
+    DetachAttach {
+        map: usize,
+    },
+    MightLock {
+        map: usize,
+    },
+    KeyChurn {
+        register: bool,
+    },
+    ReleaseAll,
+    /// A fixed nest re-taken three times: the shortcuts' case.
+    NestLoop {
+        outer: usize,
+        inner: usize,
+    },
+}
+
+/// A random operation, given the maps held now.
+fn random_op(rng: &mut Rng, w: &World, held: &[usize]) -> Op {
+    let pick = |rng: &mut Rng| held[rng.below(held.len())];
+    let r = rng.below(100);
+    if r < 45 || held.is_empty() {
+        Op::Acquire {
+            map: rng.below(w.maps.len()),
+            mode: if rng.below(3) == 0 {
+                MODES[rng.below(4)]
+            } else {
+                Mode::Exclusive
+            },
+            trylock: rng.below(8) == 0,
+            subclass: if rng.below(6) == 0 {
+                rng.below(3) as u8
+            } else {
+                0
+            },
+            site: rng.below(3),
+            nest: (!held.is_empty() && rng.below(6) == 0).then(|| pick(rng)),
+        }
+    } else if r < 80 {
+        // Mostly LIFO.
+        let k = if rng.below(3) == 0 {
+            rng.below(held.len())
+        } else {
+            held.len() - 1
+        };
+        Op::Release { map: held[k] }
+    } else if r < 84 {
+        Op::SetMode {
+            map: pick(rng),
+            mode: MODES[rng.below(4)],
+        }
+    } else if r < 86 {
+        Op::SetSubclass {
+            map: pick(rng),
+            subclass: rng.below(3) as u8,
+        }
+    } else if r < 88 {
+        Op::Pin { map: pick(rng) }
+    } else if r < 90 {
+        Op::Unpin { map: pick(rng) }
+    } else if r < 91 {
+        Op::DetachAttach { map: pick(rng) }
+    } else if r < 92 {
+        Op::MightLock {
+            map: rng.below(w.maps.len()),
+        }
+    } else if r < 94 {
+        Op::KeyChurn {
+            register: rng.below(2) == 0,
+        }
+    } else if r < 96 {
+        Op::ReleaseAll
+    } else {
+        Op::NestLoop {
+            outer: rng.below(3),
+            inner: 3 + rng.below(4),
+        }
+    }
+}
+
+fn apply(w: &World, op: Op, held: &mut Vec<usize>) {
+    let m = |i: usize| w.maps[i];
+    match op {
+        Op::Acquire {
+            map,
+            mode,
+            trylock,
+            subclass,
+            site,
+            nest,
+        } => lockdep::acquire(m(map), subclass, mode, trylock, nest.map(m), w.sites[site]),
+        Op::Release { map } => lockdep::release(m(map), w.sites[0]),
+        Op::SetMode { map, mode } => lockdep::set_held_mode(m(map), mode),
+        Op::SetSubclass { map, subclass } => lockdep::set_held_subclass(m(map), subclass),
+        Op::Pin { map } => lockdep::pin(m(map)),
+        Op::Unpin { map } => lockdep::unpin(m(map)),
+        Op::DetachAttach { map } => {
+            if let Some(d) = lockdep::detach(m(map)) {
+                d.attach();
+            }
+        }
+        Op::MightLock { map } => lockdep::might_lock(m(map), 0, Mode::Exclusive, w.sites[2]),
+        Op::KeyChurn { register } => {
+            if w.key.is_registered() {
+                w.key.unregister();
+            }
+            if register {
+                w.key.register();
+            }
+        }
+        Op::ReleaseAll => {
+            while let Some(i) = held.pop() {
+                lockdep::release(m(i), w.sites[1]);
+            }
+        }
+        Op::NestLoop { outer, inner } => {
+            for _ in 0..3 {
+                lockdep::acquire(m(outer), 0, Mode::Exclusive, false, None, w.sites[0]);
+                lockdep::acquire(m(inner), 0, Mode::Exclusive, false, None, w.sites[1]);
+                lockdep::release(m(inner), w.sites[1]);
+                lockdep::release(m(outer), w.sites[0]);
+            }
+        }
+    }
+}
+
+/// Runs the sequence of `seed` (fast paths live unless `slow`); returns what it saw after
+/// every operation. Now and then the last few operations are replayed, as they were or
+/// without their nest locks (the same locks at the same sites over whatever the stack's
+/// slots kept from the first time: stale nest locks, pins and memos).
+fn run(w: &World, seed: u64, slow: bool) -> Vec<String> {
+    lockdep::reset();
+    if !w.key.is_registered() {
+        w.key.register();
+    }
+    lockdep::set_lock_stat(slow);
+    let mut rng = Rng(seed.wrapping_mul(2_654_435_761).wrapping_add(12_345));
+    lockdep::set_max_depth(if rng.below(2) == 0 {
+        2 + rng.below(3)
+    } else {
+        lockdep::DEFAULT_MAX_DEPTH
+    });
+    take();
+    let map_index = |instance: usize| {
+        w.maps
+            .iter()
+            .position(|m| std::ptr::from_ref::<LockMap>(m) as usize == instance)
+    };
+    let mut log = Vec::new();
+    let mut held: Vec<usize> = Vec::new();
+    let mut done: Vec<Op> = Vec::new();
+    for step in 0..40 + rng.below(80) {
+        let ops = if done.len() >= 4 && rng.below(10) == 0 {
+            let k = 4 + rng.below(done.len().min(12) - 3);
+            let mut again = done[done.len() - k..].to_vec();
+            // Half the time without the nest locks: the same locks at the same sites, plain.
+            if rng.below(2) == 0 {
+                for op in &mut again {
+                    if let Op::Acquire { nest, .. } = op {
+                        *nest = None;
+                    }
+                }
+            }
+            again
+        } else {
+            vec![random_op(&mut rng, w, &held)]
+        };
+        for op in ops {
+            apply(w, op, &mut held);
+            done.push(op);
+            // The validator's stack is the truth (a re-taken lock may not be pushed).
+            let now = lockdep::held_locks();
+            held = now.iter().filter_map(|d| map_index(d.instance)).collect();
+            let stack: Vec<String> = now
+                .iter()
+                .map(|d| {
+                    let i = map_index(d.instance).map_or(-1, |i| i as i64);
+                    format!(
+                        "{}:{i}:{:?}:{}:{}",
+                        d.class_name,
+                        d.mode,
+                        d.trylock,
+                        d.site.line()
+                    )
+                })
+                .collect();
+            let reports: Vec<String> = take().iter().map(|r| format!("{:?}", r.kind())).collect();
+            log.push(format!(
+                "{step}: {op:?} | held {stack:?} | reports {reports:?}"
+            ));
+        }
+    }
+    while let Some(i) = held.pop() {
+        lockdep::release(w.maps[i], w.sites[1]);
+    }
+    let reports: Vec<String> = take().iter().map(|r| format!("{:?}", r.kind())).collect();
+    log.push(format!("end: reports {reports:?}"));
+    let mut deps: Vec<String> = lockdep::dependencies()
+        .iter()
+        .map(|d| format!("{}->{} {:?}", d.from, d.to, d.kinds))
+        .collect();
+    deps.sort();
+    log.push(format!("dependencies {deps:?}"));
+    lockdep::set_lock_stat(false);
+    lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
+    log
+}
+
+/// The first line where `got` and `want` differ, with the lines before it.
+fn first_difference(got: &[String], want: &[String]) -> Option<String> {
+    let k = (0..got.len().max(want.len())).find(|&k| got.get(k) != want.get(k))?;
+    let mut s = String::new();
+    for j in k.saturating_sub(4)..k {
+        s += &format!("    both: {}\n", want[j]);
+    }
+    s += &format!(
+        "    slow: {}\n    fast: {}",
+        want.get(k).map_or("-", |x| x),
+        got.get(k).map_or("-", |x| x)
+    );
+    Some(s)
+}
+
+#[test]
+fn the_fast_path_gives_the_slow_paths_verdicts() {
+    let _h = start();
+    lockdep::set_report_repeats(true);
+    let w: &'static World = Box::leak(Box::new(world()));
+    let seeds: u64 = std::env::var("FAST_SLOW_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(400);
+    for seed in 0..seeds {
+        let slow = run(w, seed, true);
+        // A fresh thread (empty slots), then this thread (slots of every earlier sequence).
+        let fresh = std::thread::spawn(move || run(w, seed, false))
+            .join()
+            .unwrap();
+        let reused = run(w, seed, false);
+        for (name, fast) in [("a fresh thread", &fresh), ("a used thread", &reused)] {
+            if let Some(d) = first_difference(fast, &slow) {
+                panic!("seed {seed}, fast path on {name}:\n{d}");
+            }
+        }
+    }
+    lockdep::set_report_repeats(false);
+}
