@@ -304,8 +304,8 @@ fn run(w: &World, seed: u64, slow: bool) -> Vec<String> {
 fn first_difference(got: &[String], want: &[String]) -> Option<String> {
     let k = (0..got.len().max(want.len())).find(|&k| got.get(k) != want.get(k))?;
     let mut s = String::new();
-    for j in k.saturating_sub(4)..k {
-        s += &format!("    both: {}\n", want[j]);
+    for line in &want[k.saturating_sub(4)..k] {
+        s += &format!("    both: {line}\n");
     }
     s += &format!(
         "    slow: {}\n    fast: {}",
