@@ -16,22 +16,6 @@ use std::panic::Location;
 use common::*;
 use lockdep::{DynamicKey, LockMap, Mode};
 
-/// xorshift64: the sequences must be the same in every run of the test.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 struct World {
     maps: Vec<&'static LockMap>,
     key: &'static DynamicKey,

@@ -14,18 +14,6 @@ const CLASSES: usize = 8;
 static KEYS: [LockClassKey; CLASSES] = [const { LockClassKey::new() }; CLASSES];
 const NAMES: [&str; CLASSES] = ["K0", "K1", "K2", "K3", "K4", "K5", "K6", "K7"];
 
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn ordered_random_nesting_from_many_threads_is_silent() {
     let _h = start();

@@ -192,9 +192,22 @@ impl Slot {
         site: *const Location<'static>,
         name: &'static str,
     ) -> bool {
+        // Relaxed: the owner reads back its own store.
+        self.chain_key.load(Ordering::Relaxed) == chain_key
+            && self.shows_plain(instance, meta, site, name)
+    }
+
+    /// The shown words every shortcut compares: the instance, `meta`, site and name.
+    #[inline(always)]
+    fn shows_plain(
+        &self,
+        instance: usize,
+        meta: u64,
+        site: *const Location<'static>,
+        name: &'static str,
+    ) -> bool {
         // Relaxed (every load): the owner reads back its own stores.
         self.instance.load(Ordering::Relaxed) == instance
-            && self.chain_key.load(Ordering::Relaxed) == chain_key
             && self.meta.load(Ordering::Relaxed) == meta
             && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
             && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
@@ -215,12 +228,9 @@ impl Slot {
         site: *const Location<'static>,
         name: &'static str,
     ) -> bool {
-        // Relaxed (every load): the owner reads back its own stores.
-        self.instance.load(Ordering::Relaxed) == instance
-            && self.class.load(Ordering::Relaxed) == class.to_bits()
-            && self.meta.load(Ordering::Relaxed) == meta
-            && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
-            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
+        // Relaxed: the owner reads back its own store.
+        self.class.load(Ordering::Relaxed) == class.to_bits()
+            && self.shows_plain(instance, meta, site, name)
     }
 
     /// Whether the fast path's push of an entry over a non-empty stack, whose chain key below
@@ -242,13 +252,9 @@ impl Slot {
         site: *const Location<'static>,
         name: &'static str,
     ) -> bool {
-        // Relaxed (every load): the owner reads back its own stores.
+        // Relaxed: the owner's field.
         self.memo.load(Ordering::Relaxed) == below | MEMO
-            && self.instance.load(Ordering::Relaxed) == instance
-            && self.class.load(Ordering::Relaxed) == class.to_bits()
-            && self.meta.load(Ordering::Relaxed) == meta
-            && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
-            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
+            && self.holds_head(instance, class, meta, site, name)
     }
 
     /// Copies every field of `from` (the owner, inside a write section or on private slots).
