@@ -17,8 +17,9 @@ use crate::mode::{Kind, Mode};
 
 /// A dependency graph the search can walk.
 pub(crate) trait Deps {
-    /// A node: a class slot, or a lock instance.
-    type Node: Copy + Eq + Hash;
+    /// A node: a class slot, or a lock instance (ordered: the search visits a node's
+    /// successors in this order).
+    type Node: Copy + Eq + Hash + Ord;
     /// True if some dependency enters `n`.
     fn has_way_in(&self, n: Self::Node) -> bool;
     /// True if some dependency leaves `n`.
@@ -53,9 +54,11 @@ fn waits_like(m: Mode) -> (u8, Mode) {
 
 /// Looks for a path `next ->* prev` that, together with the new dependency
 /// `prev -(new_kind)-> next`, forms a strong cycle. Returns the path's steps in order
-/// (first step leaves `next`, last step enters `prev`), or `None`.
+/// (first step leaves `next`, last step enters `prev`), or `None`. Of several shortest
+/// paths, always the same one for the same graph: a node's successors are visited in node
+/// order, not in the order of the hash map that holds them.
 ///
-/// Cost: O(V + E) over the nodes reachable from `next`, under the graph lock.
+/// Cost: O(V + E log E) over the nodes reachable from `next`, under the graph lock.
 pub(crate) fn strong_path<G: Deps>(
     graph: &G,
     prev: G::Node,
@@ -70,6 +73,8 @@ pub(crate) fn strong_path<G: Deps>(
     }
     let mut parent: Parents<G::Node> = Default::default();
     let mut queue = VecDeque::new();
+    // A node's successors and the kinds of its dependency on each (one buffer for the search).
+    let mut after: Vec<(G::Node, u16)> = Vec::new();
     let (c0, m0) = waits_like(new_kind.acquirer);
     let s0 = (start, c0);
     queue.push_back((start, m0));
@@ -80,8 +85,13 @@ pub(crate) fn strong_path<G: Deps>(
         if node == target && node != start && new_kind.may_follow(entered) {
             return Some(unwind(&parent, here, s0));
         }
+        after.clear();
         graph.for_each_after(node, &mut |to, edge| {
-            for kind in edge.kinds() {
+            after.push((to, edge.kinds().fold(0, |bits, k| bits | k.bit())));
+        });
+        after.sort_unstable_by_key(|&(to, _)| to);
+        for &(to, bits) in &after {
+            for kind in Kind::kinds_in(bits) {
                 if !kind.may_follow(entered) {
                     continue;
                 }
@@ -102,7 +112,7 @@ pub(crate) fn strong_path<G: Deps>(
                     queue.push_back((to, m));
                 }
             }
-        });
+        }
     }
     None
 }
