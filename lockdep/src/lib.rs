@@ -434,6 +434,7 @@ pub use condvar::{
 };
 pub use dump::{all_held_locks, dump_on_signal, show_all_locks, AllLocks};
 pub use graph::Trace;
+pub use graph_lock::graph_lock_sections;
 pub use held::Holder;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,

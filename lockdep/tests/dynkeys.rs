@@ -192,3 +192,46 @@ fn new_key_at_reused_address_starts_clean() {
     // Not required for the verdict, but the allocator normally reuses the slot.
     let _ = seen_reuse;
 }
+
+/// A new lock's first acquisition creates its class and validates its new chain in one
+/// graph-lock section (the other threads' slow paths, key unregisters among them, wait for
+/// each one); its later acquisitions, and a new lock taken with nothing held, take at most
+/// that one, and a cached chain none.
+#[test]
+fn a_new_lock_costs_one_graph_lock_section() {
+    let _h = start();
+    let root_key = DynamicKey::new("root");
+    let queue_key = DynamicKey::new("queue");
+    let root = LockMap::with_dynamic_key("root", &root_key);
+    let queue = LockMap::with_dynamic_key("queue", &queue_key);
+    let sections = lockdep::graph_lock_sections;
+
+    // A chain head: its class only.
+    let before = sections();
+    lock(&root);
+    assert_eq!(sections() - before, 1, "new class, chain head");
+    // A new class on a new chain: both in one section.
+    let before = sections();
+    lock(&queue);
+    assert_eq!(sections() - before, 1, "new class and new chain");
+    unlock(&queue);
+    unlock(&root);
+
+    // Both cached: no section at all.
+    let before = sections();
+    pair(&root, &queue);
+    assert_eq!(sections() - before, 0, "cached classes, cached chain");
+
+    // A cached class on a new chain: the chain's section only.
+    let other = LockMap::new("other");
+    lock(&other);
+    let before = sections();
+    lock(&queue);
+    assert_eq!(sections() - before, 1, "cached class, new chain");
+    unlock(&queue);
+    unlock(&other);
+
+    // The dependencies were recorded in those sections: the inverse order is a cycle.
+    pair(&queue, &root);
+    assert_one_cycle(&["root", "queue"]);
+}
