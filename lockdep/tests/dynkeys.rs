@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 
 use common::*;
-use lockdep::{DynamicKey, KeyHandle, LockMap};
+use lockdep::{DynamicKey, KeyHandle, KeyMisuse, LockMap, Report};
 
 #[test]
 fn lookups_race_register_and_unregister() {
@@ -234,4 +234,55 @@ fn a_new_lock_costs_one_graph_lock_section() {
     // The dependencies were recorded in those sections: the inverse order is a cycle.
     pair(&queue, &root);
     assert_one_cycle(&["root", "queue"]);
+}
+
+/// An unregister finds another thread's held lock of the key (read from its record in
+/// place) and names that thread and lock; a lock of another key held meanwhile, and a key
+/// whose classes nobody holds or that has none, are not reported.
+#[test]
+fn unregister_reports_another_threads_held_lock_of_the_key() {
+    let _h = start();
+    let held_key = DynamicKey::new("held key");
+    let free_key = DynamicKey::new("free key");
+    let unused_key = DynamicKey::new("unused key");
+    let held: &'static LockMap =
+        Box::leak(Box::new(LockMap::with_dynamic_key("held lock", &held_key)));
+    let other: &'static LockMap =
+        Box::leak(Box::new(LockMap::with_dynamic_key("other lock", &free_key)));
+    // `free key` gets a class (taken and released once), then only `held lock` stays held.
+    pair(other, held);
+    let (locked_tx, locked_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let holder = std::thread::Builder::new()
+        .name("key holder".into())
+        .spawn(move || {
+            lock(held);
+            locked_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+            unlock(held);
+        })
+        .unwrap();
+    locked_rx.recv().unwrap();
+
+    free_key.unregister();
+    unused_key.unregister();
+    assert_reports!();
+    held_key.unregister();
+    let r = assert_reports!(Report::KeyMisuse {
+        kind: KeyMisuse::UnregisterWhileHeld,
+        ..
+    });
+    let Report::KeyMisuse { held_by, key, .. } = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(key, "held key");
+    assert_eq!(held_by.len(), 1, "{held_by:#?}");
+    assert_eq!(held_by[0].thread.name, "key holder");
+    let names: Vec<_> = held_by[0].held.iter().map(|l| l.name).collect();
+    assert_eq!(names, [Some("held lock")]);
+    assert!(!held_key.is_registered());
+
+    done_tx.send(()).unwrap();
+    holder.join().unwrap();
+    take();
 }

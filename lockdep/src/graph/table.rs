@@ -22,7 +22,6 @@ pub(crate) struct ClassNode {
     pub id: ClassId,
     pub name: Arc<str>,
     pub key: KeyRef,
-    pub subclass: u8,
     /// The nesting rule its key fixes, if any (else the global one applies).
     pub nesting: Option<Nesting>,
     /// Dependencies `self -> other`, by the other class's slot index.
@@ -31,12 +30,19 @@ pub(crate) struct ClassNode {
     pub before: HashSet<u32>,
 }
 
+/// The slots of one key's classes, by subclass ([`NO_SLOT`] for a subclass with none): one
+/// hash lookup finds any class of a key, and one removal forgets all of them.
+type KeyClasses = [u32; MAX_SUBCLASSES as usize];
+
+/// A [`KeyClasses`] entry of a subclass that has no class.
+const NO_SLOT: u32 = u32::MAX;
+
 /// The class table plus the dependency graph.
 #[derive(Default)]
 pub(crate) struct Graph {
     classes: Vec<Option<ClassNode>>,
     free: Vec<u32>,
-    by_key: HashMap<(KeyRef, u8), u32>,
+    by_key: HashMap<KeyRef, KeyClasses>,
     /// Number of (pair, kind) dependencies.
     dependency_count: usize,
     /// The instance-order pairs of each class.
@@ -78,14 +84,24 @@ impl Graph {
 
     /// The live class of `(key, subclass)`, if there is one.
     pub fn find(&self, key: KeyRef, subclass: u8) -> Option<ClassId> {
-        let &index = self.by_key.get(&(key, subclass))?;
+        let &index = self.by_key.get(&key)?.get(usize::from(subclass))?;
         self.slot(index).map(|c| c.id)
+    }
+
+    /// The live classes of `key` (any subclass), by subclass.
+    pub fn classes_of(&self, key: KeyRef) -> impl Iterator<Item = ClassId> + '_ {
+        self.by_key
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .filter_map(|&index| self.slot(index).map(|c| c.id))
     }
 
     /// Creates the class of `(key, subclass)` named after `name` (with `/subclass` appended
     /// for subclasses other than 0), with the nesting rule its key fixes, if any; the kernel's
-    /// `register_lock_class()`. The caller checked that it does not exist. Fails when
-    /// [`MAX_CLASSES`] classes are live.
+    /// `register_lock_class()`. The caller checked that it does not exist and that `subclass`
+    /// is below [`MAX_SUBCLASSES`] (panics otherwise). Fails when [`MAX_CLASSES`] classes
+    /// are live.
     pub fn create(
         &mut self,
         key: KeyRef,
@@ -111,12 +127,13 @@ impl Graph {
             id,
             name,
             key,
-            subclass,
             nesting,
             after: HashMap::new(),
             before: HashSet::new(),
         });
-        self.by_key.insert((key, subclass), index);
+        self.by_key
+            .entry(key)
+            .or_insert([NO_SLOT; MAX_SUBCLASSES as usize])[usize::from(subclass)] = index;
         Ok(id)
     }
 
@@ -151,12 +168,32 @@ impl Graph {
     }
 
     /// Removes a class, every dependency into or out of it, and its key mapping
-    /// (the kernel's `zap_class()`). The slot's generation changes, so cached ids and cached
+    /// (the kernel's `zap_class()`; the validator zaps whole keys, [`zap_key`](Self::zap_key)). The slot's generation changes, so cached ids and cached
     /// chains that mention the class can never match again.
+    #[cfg(test)]
     pub fn zap(&mut self, index: u32) {
-        let Some(node) = self.classes.get_mut(index as usize).and_then(Option::take) else {
+        let Some(node) = self.unlink_class(index) else {
             return;
         };
+        if let Some(slots) = self.by_key.get_mut(&node.key) {
+            slots
+                .iter_mut()
+                .filter(|s| **s == index)
+                .for_each(|s| *s = NO_SLOT);
+            if slots.iter().all(|&s| s == NO_SLOT) {
+                self.by_key.remove(&node.key);
+            }
+        }
+    }
+
+    /// [`zap`](Self::zap) but for the key mapping, which the caller updates: takes the class
+    /// out of its slot with every dependency into or out of it and its instance pairs, and
+    /// frees the slot. `None` for a free slot.
+    fn unlink_class(&mut self, index: u32) -> Option<ClassNode> {
+        let node = self
+            .classes
+            .get_mut(index as usize)
+            .and_then(Option::take)?;
         for (to, edge) in &node.after {
             self.dependency_count -= edge.count();
             if let Some(Some(t)) = self.classes.get_mut(*to as usize) {
@@ -170,28 +207,30 @@ impl Graph {
                 }
             }
         }
-        self.by_key.remove(&(node.key, node.subclass));
         self.instances.drop_class(index);
         generation::make_dead(index);
         self.free.push(index);
+        Some(node)
     }
 
-    /// Zaps every class whose key is `key` (all subclasses); returns how many there were.
+    /// Zaps every class whose key is `key` (all subclasses, found with one lookup); returns
+    /// how many there were.
     pub fn zap_key(&mut self, key: KeyRef) -> usize {
-        let slots: Vec<u32> = (0..MAX_SUBCLASSES)
-            .filter_map(|s| self.by_key.get(&(key, s)).copied())
-            .collect();
-        for &i in &slots {
-            self.zap(i);
-        }
-        slots.len()
+        let Some(slots) = self.by_key.remove(&key) else {
+            return 0;
+        };
+        slots
+            .into_iter()
+            .filter(|&i| i != NO_SLOT && self.unlink_class(i).is_some())
+            .count()
     }
 
     /// Zaps every class.
     pub fn zap_all(&mut self) {
         for i in 0..self.classes.len() as u32 {
-            self.zap(i);
+            self.unlink_class(i);
         }
+        self.by_key.clear();
         self.instances.clear();
     }
 
@@ -316,10 +355,35 @@ mod tests {
         let other = g.create(key(2), 0, "L", None).unwrap();
         g.add(ids[0], ids[1], EN, sites());
         g.add(other, ids[2], EN, sites());
+        assert_eq!(g.classes_of(key(1)).collect::<Vec<_>>(), ids);
         assert_eq!(g.zap_key(key(1)), 3);
         assert_eq!(g.class_count(), 1);
         assert_eq!(g.dependency_count(), 0);
         assert!(g.slot(other.index()).unwrap().after.is_empty());
+        assert!((0..3).all(|s| g.find(key(1), s).is_none()));
+        assert_eq!(g.classes_of(key(1)).count(), 0);
+        assert_eq!(g.zap_key(key(1)), 0, "nothing left to zap");
+        assert_eq!(g.find(key(2), 0), Some(other));
+    }
+
+    #[test]
+    fn zapping_one_subclass_keeps_the_others_of_its_key() {
+        let mut g = Graph::default();
+        let k0 = g.create(key(3), 0, "K", None).unwrap();
+        let k2 = g.create(key(3), 2, "K", None).unwrap();
+        g.zap(k0.index());
+        assert_eq!(g.find(key(3), 0), None);
+        assert_eq!(g.find(key(3), 2), Some(k2));
+        assert_eq!(g.classes_of(key(3)).collect::<Vec<_>>(), [k2]);
+        // A new class of the zapped subclass is found again, next to the other.
+        let k0b = g.create(key(3), 0, "K", None).unwrap();
+        assert_eq!(g.find(key(3), 0), Some(k0b));
+        g.zap(k2.index());
+        g.zap(k0b.index());
+        assert_eq!(g.classes_of(key(3)).count(), 0);
+        assert_eq!(g.zap_key(key(3)), 0);
+        g.zap_all();
+        assert_eq!(g.class_count(), 0);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //! than the one that acquired (a guard sent between threads).
 
 use super::local::{current_thread, with_state};
-use crate::class::KeyRef;
+use crate::class::{ClassId, KeyRef};
 use crate::graph::Graph;
 use crate::graph_lock::graph_lock;
 use crate::held::record::{self, Holder, Mail, SharedEntry, Snapshot};
+use crate::limits::MAX_SUBCLASSES;
 use crate::report::{self, build, ThreadLocks};
 
 /// Copies of every record that holds or waits for a lock (the caller's included).
@@ -20,21 +21,31 @@ pub(crate) fn current_holder() -> Option<Holder> {
     with_state(|st| st.record().map(|r| r.holder())).flatten()
 }
 
-/// Copies of the records that hold locks (for [`key_holders`]): taken before the graph lock,
-/// so that the check costs the caller nothing more when no thread holds anything.
-pub(crate) fn holding_snapshots() -> Vec<Snapshot> {
-    let mut snaps = snapshots();
-    snaps.retain(|s| s.entries().next().is_some());
-    snaps
-}
-
-/// Every thread whose copy in `snaps` holds locks of `key` (or sleeps in a condvar wait that
-/// will re-lock one), with those locks, decided with the
-/// graph `g` (held by the caller, who zaps the key's classes next under the same lock). Only
-/// the matching copies are turned into descriptions: an unregister with the usual traffic
-/// (other threads holding locks of other keys) builds nothing.
-pub(crate) fn key_holders(g: &Graph, snaps: &[Snapshot], key: KeyRef) -> Vec<ThreadLocks> {
-    let of_key = |class| g.class(class).is_some_and(|c| c.key == key);
+/// Every thread (the caller's included) that holds locks of `key` (or sleeps in a condvar
+/// wait that will re-lock one), with those locks, decided with the graph `g` (held by the
+/// caller, who zaps the key's classes next under the same lock). A key with no live class
+/// has no lock held (an entry of a zapped class is unvalidated): nothing is read. Otherwise
+/// each record is checked in place for an entry of the key's classes, and only a matching one
+/// is copied and turned into a description: an unregister with the usual traffic (other
+/// threads holding locks of other keys) copies and allocates nothing.
+pub(crate) fn key_holders(g: &Graph, key: KeyRef) -> Vec<ThreadLocks> {
+    let mut classes = [ClassId::NONE; MAX_SUBCLASSES as usize];
+    let mut n = 0;
+    for (slot, class) in classes.iter_mut().zip(g.classes_of(key)) {
+        *slot = class;
+        n += 1;
+    }
+    if n == 0 {
+        return Vec::new();
+    }
+    let of_key = |class| classes[..n].contains(&class);
+    let snaps: Vec<Snapshot> = record::all()
+        .filter(|r| r.may_hold_class(of_key))
+        .filter_map(|r| r.snapshot(true))
+        .collect();
+    if snaps.is_empty() {
+        return Vec::new();
+    }
     let now = record::now_ns();
     snaps
         .iter()
