@@ -49,6 +49,31 @@ pub(crate) struct Graph {
     pub instances: Instances,
 }
 
+/// The live classes of one key, by subclass ([`Graph::classes_of`]): a copy, valid while the
+/// graph lock that made it is held.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyClassIds {
+    ids: [ClassId; MAX_SUBCLASSES as usize],
+    len: usize,
+}
+
+impl KeyClassIds {
+    /// The ids, by subclass.
+    pub fn as_slice(&self) -> &[ClassId] {
+        &self.ids[..self.len]
+    }
+
+    /// Whether the key has no live class.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `class` is one of them.
+    pub fn contains(&self, class: ClassId) -> bool {
+        self.as_slice().contains(&class)
+    }
+}
+
 /// All [`MAX_CLASSES`] classes are live.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct TableFull;
@@ -88,13 +113,18 @@ impl Graph {
         self.slot(index).map(|c| c.id)
     }
 
-    /// The live classes of `key` (any subclass), by subclass.
-    pub fn classes_of(&self, key: KeyRef) -> impl Iterator<Item = ClassId> + '_ {
-        self.by_key
-            .get(&key)
-            .into_iter()
-            .flatten()
-            .filter_map(|&index| self.slot(index).map(|c| c.id))
+    /// The live classes of `key` (any subclass), found with one lookup.
+    pub fn classes_of(&self, key: KeyRef) -> KeyClassIds {
+        let mut ids = KeyClassIds {
+            ids: [ClassId::NONE; MAX_SUBCLASSES as usize],
+            len: 0,
+        };
+        let live = self.by_key.get(&key).into_iter().flatten();
+        for id in live.filter_map(|&index| self.slot(index).map(|c| c.id)) {
+            ids.ids[ids.len] = id;
+            ids.len += 1;
+        }
+        ids
     }
 
     /// Creates the class of `(key, subclass)` named after `name` (with `/subclass` appended
@@ -355,13 +385,13 @@ mod tests {
         let other = g.create(key(2), 0, "L", None).unwrap();
         g.add(ids[0], ids[1], EN, sites());
         g.add(other, ids[2], EN, sites());
-        assert_eq!(g.classes_of(key(1)).collect::<Vec<_>>(), ids);
+        assert_eq!(g.classes_of(key(1)).as_slice(), ids);
         assert_eq!(g.zap_key(key(1)), 3);
         assert_eq!(g.class_count(), 1);
         assert_eq!(g.dependency_count(), 0);
         assert!(g.slot(other.index()).unwrap().after.is_empty());
         assert!((0..3).all(|s| g.find(key(1), s).is_none()));
-        assert_eq!(g.classes_of(key(1)).count(), 0);
+        assert!(g.classes_of(key(1)).is_empty());
         assert_eq!(g.zap_key(key(1)), 0, "nothing left to zap");
         assert_eq!(g.find(key(2), 0), Some(other));
     }
@@ -374,13 +404,14 @@ mod tests {
         g.zap(k0.index());
         assert_eq!(g.find(key(3), 0), None);
         assert_eq!(g.find(key(3), 2), Some(k2));
-        assert_eq!(g.classes_of(key(3)).collect::<Vec<_>>(), [k2]);
+        assert_eq!(g.classes_of(key(3)).as_slice(), [k2]);
+        assert!(g.classes_of(key(3)).contains(k2) && !g.classes_of(key(3)).contains(k0));
         // A new class of the zapped subclass is found again, next to the other.
         let k0b = g.create(key(3), 0, "K", None).unwrap();
         assert_eq!(g.find(key(3), 0), Some(k0b));
         g.zap(k2.index());
         g.zap(k0b.index());
-        assert_eq!(g.classes_of(key(3)).count(), 0);
+        assert!(g.classes_of(key(3)).is_empty());
         assert_eq!(g.zap_key(key(3)), 0);
         g.zap_all();
         assert_eq!(g.class_count(), 0);

@@ -181,9 +181,10 @@ impl DynamicKey {
         let mut unknown = false;
         sync::unlink_and_wait(self.bucket(), || {
             let mut g = graph_lock();
-            if g.graph.classes_of(key).next().is_some() {
-                holders = thread::key_holders(&g.graph, key);
-                self_holds = holders.is_empty() && thread::holds_key(&g.graph, key);
+            let classes = g.graph.classes_of(key);
+            if !classes.is_empty() {
+                holders = thread::key_holders(&g.graph, &classes);
+                self_holds = holders.is_empty() && thread::holds_key(&classes);
             }
             if !table::unlink(&mut g, self.node) {
                 unknown = true;

@@ -4,11 +4,10 @@
 //! than the one that acquired (a guard sent between threads).
 
 use super::local::{current_thread, with_state};
-use crate::class::{ClassId, KeyRef};
+use crate::graph::table::KeyClassIds;
 use crate::graph::Graph;
 use crate::graph_lock::graph_lock;
 use crate::held::record::{self, Holder, Mail, SharedEntry, Snapshot};
-use crate::limits::MAX_SUBCLASSES;
 use crate::report::{self, build, ThreadLocks};
 
 /// Copies of every record that holds or waits for a lock (the caller's included).
@@ -21,24 +20,14 @@ pub(crate) fn current_holder() -> Option<Holder> {
     with_state(|st| st.record().map(|r| r.holder())).flatten()
 }
 
-/// Every thread (the caller's included) that holds locks of `key` (or sleeps in a condvar
-/// wait that will re-lock one), with those locks, decided with the graph `g` (held by the
-/// caller, who zaps the key's classes next under the same lock). A key with no live class
-/// has no lock held (an entry of a zapped class is unvalidated): nothing is read. Otherwise
-/// each record is checked in place for an entry of the key's classes, and only a matching one
-/// is copied and turned into a description: an unregister with the usual traffic (other
+/// Every thread (the caller's included) that holds locks of the key whose live classes are
+/// `classes` (or sleeps in a condvar wait that will re-lock one), with those locks, decided
+/// with the graph `g` (held by the caller, who zaps the key's classes next under the same
+/// lock). Each record is checked in place for an entry of those classes, and only a matching
+/// one is copied and turned into a description: an unregister with the usual traffic (other
 /// threads holding locks of other keys) copies and allocates nothing.
-pub(crate) fn key_holders(g: &Graph, key: KeyRef) -> Vec<ThreadLocks> {
-    let mut classes = [ClassId::NONE; MAX_SUBCLASSES as usize];
-    let mut n = 0;
-    for (slot, class) in classes.iter_mut().zip(g.classes_of(key)) {
-        *slot = class;
-        n += 1;
-    }
-    if n == 0 {
-        return Vec::new();
-    }
-    let of_key = |class| classes[..n].contains(&class);
+pub(crate) fn key_holders(g: &Graph, classes: &KeyClassIds) -> Vec<ThreadLocks> {
+    let of_key = |class| classes.contains(class);
     let snaps: Vec<Snapshot> = record::all()
         .filter(|r| r.may_hold_class(of_key))
         .filter_map(|r| r.snapshot(true))
@@ -52,11 +41,11 @@ pub(crate) fn key_holders(g: &Graph, key: KeyRef) -> Vec<ThreadLocks> {
         .filter(|s| s.entries().any(|e| of_key(e.class)))
         .filter_map(|s| {
             let mut t = build::thread_locks(g, s, now)?;
-            t.held.retain(|l| l.key == Some(key));
-            t.waiting = t.waiting.filter(|w| w.lock.key == Some(key));
+            t.held.retain(|l| of_key(l.class));
+            t.waiting = t.waiting.filter(|w| of_key(w.lock.class));
             // A thread asleep in a condvar wait on a lock of the key counts: its guard lives
             // on and re-locks the lock when the wait ends.
-            t.condvar = t.condvar.filter(|c| c.mutex.key == Some(key));
+            t.condvar = t.condvar.filter(|c| of_key(c.mutex.class));
             (!t.held.is_empty() || t.condvar.is_some()).then_some(t)
         })
         .collect()
