@@ -165,7 +165,9 @@
 //!    the stack, a chain head, a trylock or a hit in the thread's cache) is the fast path,
 //!    `validate::acquire_fast`: inlined, with no call at all (everything else is a tail call
 //!    to the general path), through a thread-local with no destructor (`thread::local`).
-//! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
+//! 4. **Validation** (`validate`), under the graph lock (the section of step 1, if the class
+//!    needed one: a new lock's first acquisition takes the graph lock once, see
+//!    [`graph_lock_sections`]): `check_deadlock` (is the class already
 //!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
 //!    each new dependency `prev -> next`, the strong-path search (`graph::search`) looks for

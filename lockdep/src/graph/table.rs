@@ -37,11 +37,27 @@ type KeyClasses = [u32; MAX_SUBCLASSES as usize];
 /// A [`KeyClasses`] entry of a subclass that has no class.
 const NO_SLOT: u32 = u32::MAX;
 
+/// The storage of a zapped class, kept for the next class created: its maps, emptied but
+/// with their room, and its name, which that creation releases. With dynamic keys, classes
+/// are created by the threads that first take their locks and zapped by the thread that
+/// unregisters the key; so a zap frees nothing (no cross-thread free, under the graph lock,
+/// of memory another thread allocated) and a creation reuses what it can.
+struct Spare {
+    name: Arc<str>,
+    after: HashMap<u32, Edge>,
+    before: HashSet<u32>,
+}
+
+/// At most this many zapped classes' storage is kept for reuse; a zap past it frees.
+const MAX_SPARES: usize = 64;
+
 /// The class table plus the dependency graph.
 #[derive(Default)]
 pub(crate) struct Graph {
     classes: Vec<Option<ClassNode>>,
     free: Vec<u32>,
+    /// Storage of zapped classes for the next creations (at most [`MAX_SPARES`]).
+    spare: Vec<Spare>,
     by_key: HashMap<KeyRef, KeyClasses>,
     /// Number of (pair, kind) dependencies.
     dependency_count: usize,
@@ -153,13 +169,25 @@ impl Graph {
         } else {
             Arc::from(format!("{name}/{subclass}"))
         };
+        let (after, before) = match self.spare.pop() {
+            Some(Spare {
+                name: zapped,
+                after,
+                before,
+            }) => {
+                // The zapped class's name is released here, by the creating thread.
+                drop(zapped);
+                (after, before)
+            }
+            None => Default::default(),
+        };
         self.classes[index as usize] = Some(ClassNode {
             id,
             name,
             key,
             nesting,
-            after: HashMap::new(),
-            before: HashSet::new(),
+            after,
+            before,
         });
         self.by_key
             .entry(key)
@@ -197,33 +225,34 @@ impl Graph {
         }
     }
 
-    /// Removes a class, every dependency into or out of it, and its key mapping
-    /// (the kernel's `zap_class()`; the validator zaps whole keys, [`zap_key`](Self::zap_key)). The slot's generation changes, so cached ids and cached
-    /// chains that mention the class can never match again.
+    /// Removes a class, every dependency into or out of it, and its key mapping (the
+    /// kernel's `zap_class()`; the validator zaps whole keys, [`zap_key`](Self::zap_key)).
+    /// The slot's generation changes, so cached ids and cached chains that mention the class
+    /// can never match again.
     #[cfg(test)]
     pub fn zap(&mut self, index: u32) {
-        let Some(node) = self.unlink_class(index) else {
+        let Some(key) = self.slot(index).map(|c| c.key) else {
             return;
         };
-        if let Some(slots) = self.by_key.get_mut(&node.key) {
+        self.unlink_class(index);
+        if let Some(slots) = self.by_key.get_mut(&key) {
             slots
                 .iter_mut()
                 .filter(|s| **s == index)
                 .for_each(|s| *s = NO_SLOT);
             if slots.iter().all(|&s| s == NO_SLOT) {
-                self.by_key.remove(&node.key);
+                self.by_key.remove(&key);
             }
         }
     }
 
     /// [`zap`](Self::zap) but for the key mapping, which the caller updates: takes the class
-    /// out of its slot with every dependency into or out of it and its instance pairs, and
-    /// frees the slot. `None` for a free slot.
-    fn unlink_class(&mut self, index: u32) -> Option<ClassNode> {
-        let node = self
-            .classes
-            .get_mut(index as usize)
-            .and_then(Option::take)?;
+    /// out of its slot with every dependency into or out of it and its instance pairs, frees
+    /// the slot and keeps the class's storage as a [`Spare`]. False for a free slot.
+    fn unlink_class(&mut self, index: u32) -> bool {
+        let Some(node) = self.classes.get_mut(index as usize).and_then(Option::take) else {
+            return false;
+        };
         for (to, edge) in &node.after {
             self.dependency_count -= edge.count();
             if let Some(Some(t)) = self.classes.get_mut(*to as usize) {
@@ -240,7 +269,22 @@ impl Graph {
         self.instances.drop_class(index);
         generation::make_dead(index);
         self.free.push(index);
-        Some(node)
+        let ClassNode {
+            name,
+            mut after,
+            mut before,
+            ..
+        } = node;
+        if self.spare.len() < MAX_SPARES {
+            after.clear();
+            before.clear();
+            self.spare.push(Spare {
+                name,
+                after,
+                before,
+            });
+        }
+        true
     }
 
     /// Zaps every class whose key is `key` (all subclasses, found with one lookup); returns
@@ -251,7 +295,7 @@ impl Graph {
         };
         slots
             .into_iter()
-            .filter(|&i| i != NO_SLOT && self.unlink_class(i).is_some())
+            .filter(|&i| i != NO_SLOT && self.unlink_class(i))
             .count()
     }
 
@@ -415,6 +459,43 @@ mod tests {
         assert_eq!(g.zap_key(key(3)), 0);
         g.zap_all();
         assert_eq!(g.class_count(), 0);
+    }
+
+    #[test]
+    fn a_class_made_in_a_zapped_slot_starts_with_no_dependency() {
+        let mut g = Graph::default();
+        let [a, b, c] = [1, 2, 3].map(|n| g.create(key(n), 0, "class", None).unwrap());
+        g.add(a, b, EN, sites());
+        g.add(c, a, EN, sites());
+        g.zap_key(key(1));
+        // The new class takes a's slot and a's storage.
+        let d = g.create(key(0), 0, "D", None).unwrap();
+        assert_eq!(d.index(), a.index());
+        let node = g.class(d).unwrap();
+        assert!(node.after.is_empty() && node.before.is_empty());
+        assert_eq!(&*node.name, "D");
+        assert!(!g.has_kind(d, b, EN) && !g.has_kind(c, d, EN));
+        assert!(g.slot(b.index()).unwrap().before.is_empty());
+        assert!(g.slot(c.index()).unwrap().after.is_empty());
+        assert_eq!(g.dependency_count(), 0);
+    }
+
+    #[test]
+    fn a_pair_keeps_the_sites_of_each_kind() {
+        let mut g = Graph::default();
+        let a = g.create(key(1), 0, "A", None).unwrap();
+        let b = g.create(key(2), 0, "B", None).unwrap();
+        let first = sites();
+        let second = sites();
+        g.add(a, b, EN, first.clone());
+        g.add(a, b, SR, second.clone());
+        let edge = &g.class(a).unwrap().after[&b.index()];
+        assert_eq!(edge.sites(EN).unwrap().prev, first.prev);
+        assert_eq!(edge.sites(SR).unwrap().prev, second.prev);
+        assert_eq!(edge.first_sites().unwrap().prev, first.prev);
+        assert!(edge.sites(ER).is_none());
+        assert_eq!(edge.count(), 2);
+        assert_eq!(g.dependency_count(), 2);
     }
 
     #[test]
