@@ -35,7 +35,7 @@ pub(crate) type GraphGuard = MutexGuard<'static, Global>;
 static GLOBAL: LazyLock<Mutex<Global>> = LazyLock::new(Default::default);
 
 thread_local! {
-    /// Graph-lock sections this thread has entered ([`sections`]).
+    /// Graph-lock sections this thread has entered ([`graph_lock_sections`]).
     static SECTIONS: Cell<u64> = const { Cell::new(0) };
 }
 

@@ -415,8 +415,7 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
 /// the class was resolved in, if it was: the validation runs in it instead of a new one, and
 /// it ends before any report is delivered.
 #[cold]
-fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, held: Option<GraphGuard>) {
-    let mut held = held;
+fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, mut held: Option<GraphGuard>) {
     let reports = with_state(|st| {
         let mut reports = Vec::new();
         if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
