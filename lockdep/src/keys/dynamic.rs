@@ -215,14 +215,9 @@ impl DynamicKey {
 /// name the caller.
 impl Drop for DynamicKey {
     fn drop(&mut self) {
-        // A key unregistered already (or never registered) has nothing to unlink, zap or wait
-        // for: its drop takes no lock.
-        if self.node().is_linked() {
-            self.unregister_inner(false, site::key_drop());
-        }
-        // SAFETY: the node is unlinked (by the unregister above, by an earlier one, which
-        // returned only after its wait, or never registered) and a grace period of its
-        // bucket has passed since, so no reader is on it; `self` is its only
+        self.unregister_inner(false, site::key_drop());
+        // SAFETY: the node is unlinked (unregister above, or never registered) and a grace
+        // period of its bucket has passed since, so no reader is on it; `self` is its only
         // owner and is going away.
         unsafe { KeyNode::free(self.node) };
     }

@@ -9,7 +9,7 @@
 
 use std::panic::Location;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::graph_lock::Global;
@@ -31,9 +31,6 @@ pub(crate) struct KeyNode {
     pub nesting: Option<Nesting>,
     /// Where the key was last registered (null before), for misuse reports.
     registered_at: AtomicPtr<Location<'static>>,
-    /// Whether the node is linked in its bucket; changed only under the graph lock, by
-    /// [`link`] and [`unlink`].
-    linked: AtomicBool,
 }
 
 static BUCKETS: [AtomicPtr<KeyNode>; KEY_BUCKETS] =
@@ -62,7 +59,6 @@ impl KeyNode {
             name: Arc::from(name),
             nesting,
             registered_at: AtomicPtr::new(ptr::null_mut()),
-            linked: AtomicBool::new(false),
         });
         NonNull::from(Box::leak(node))
     }
@@ -82,16 +78,6 @@ impl KeyNode {
         // SAFETY: the pointer is null or was made from a `&'static Location` in
         // `set_registered_at`.
         unsafe { p.cast_const().as_ref() }
-    }
-
-    /// Whether the node is linked in its bucket (registered). Exact for a caller that holds
-    /// the graph lock, or that owns the key exclusively (its drop: every register and
-    /// unregister of the key happened before).
-    pub(crate) fn is_linked(&self) -> bool {
-        // Relaxed: changed only under the graph lock, and read under it or by the key's
-        // exclusive owner, both ordered after every change (by the lock, or by whatever
-        // ended the other threads' borrows of the key).
-        self.linked.load(Ordering::Relaxed)
     }
 
     /// Frees a node made by [`alloc`](Self::alloc).
@@ -166,8 +152,6 @@ pub(crate) fn link(g: &mut Global, node: NonNull<KeyNode>) {
     let first = head.load(Ordering::Relaxed);
     // Relaxed: the node is not yet reachable; the Release store below publishes it.
     n.next.store(first, Ordering::Relaxed);
-    // Relaxed: see `KeyNode::is_linked`.
-    n.linked.store(true, Ordering::Relaxed);
     // Release: publishes the node's fields and `next` to readers that Acquire-load the head.
     head.store(node.as_ptr(), Ordering::Release);
     g.keys += 1;
@@ -199,8 +183,6 @@ pub(crate) fn unlink(g: &mut Global, node: NonNull<KeyNode>) -> bool {
     // Release: a reader that Acquire-loads this link must see the fields of `after`, which
     // this thread saw under the graph lock.
     link.store(after, Ordering::Release);
-    // Relaxed: see `KeyNode::is_linked`.
-    n.linked.store(false, Ordering::Relaxed);
     g.keys -= 1;
     true
 }
