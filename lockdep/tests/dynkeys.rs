@@ -234,6 +234,13 @@ fn a_new_lock_costs_one_graph_lock_section() {
     // The dependencies were recorded in those sections: the inverse order is a cycle.
     pair(&queue, &root);
     assert_one_cycle(&["root", "queue"]);
+
+    // A key's unregister (unlink, the holder check, the zap of its classes) is one section.
+    drop((root, queue));
+    let before = sections();
+    queue_key.unregister();
+    assert_eq!(sections() - before, 1, "unregister");
+    assert!(!queue_key.is_registered());
 }
 
 /// An unregister finds another thread's held lock of the key (read from its record in
