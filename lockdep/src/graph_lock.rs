@@ -9,6 +9,7 @@
 //! not have.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use crate::fork::{self, Participant, Rank};
@@ -28,7 +29,15 @@ pub(crate) struct Global {
     pub keys: usize,
 }
 
+/// The graph lock's guard, as the slow paths pass it on (one section spanning two steps).
+pub(crate) type GraphGuard = MutexGuard<'static, Global>;
+
 static GLOBAL: LazyLock<Mutex<Global>> = LazyLock::new(Default::default);
+
+thread_local! {
+    /// Graph-lock sections this thread has entered ([`graph_lock_sections`]).
+    static SECTIONS: Cell<u64> = const { Cell::new(0) };
+}
 
 /// Taken around `fork()`, so that no other thread is inside it when the child is made.
 static FORK: Participant = Participant {
@@ -45,7 +54,19 @@ fn lock() -> MutexGuard<'static, Global> {
 }
 
 /// Takes the graph lock. Poisoning is ignored (see the module docs).
-pub(crate) fn graph_lock() -> MutexGuard<'static, Global> {
+pub(crate) fn graph_lock() -> GraphGuard {
     fork::join(Rank::Graph, &FORK);
+    // A thread past its locals' destruction is simply not counted.
+    let _ = SECTIONS.try_with(|n| n.set(n.get() + 1));
     lock()
+}
+
+/// Graph-lock sections the calling thread has entered since it started (the fork handler's
+/// section is not counted). Each one is a moment every other thread's slow path (class
+/// creation, a new chain, key register and unregister) may wait for; a new lock's first
+/// acquisition takes one, whether it creates a class, validates a new chain, or both.
+/// Thread-local: other threads' sections do not count, so tests can read it while other
+/// tests run. For tests and diagnostics.
+pub fn graph_lock_sections() -> u64 {
+    SECTIONS.try_with(Cell::get).unwrap_or(0)
 }

@@ -170,7 +170,9 @@
 //!    below was found valid (`held::slot`'s `holds_memo`; at the bottom of the stack the
 //!    entry's shown words suffice, `holds_head`), so the push stores only the depth and
 //!    neither the chain key nor the cache is needed.
-//! 4. **Validation** (`validate`), under the graph lock: `check_deadlock` (is the class already
+//! 4. **Validation** (`validate`), under the graph lock (the section of step 1, if the class
+//!    needed one: a new lock's first acquisition takes the graph lock once, see
+//!    [`graph_lock_sections`]): `check_deadlock` (is the class already
 //!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
 //!    each new dependency `prev -> next`, the strong-path search (`graph::search`) looks for
@@ -439,6 +441,7 @@ pub use condvar::{
 };
 pub use dump::{all_held_locks, dump_on_signal, show_all_locks, AllLocks};
 pub use graph::Trace;
+pub use graph_lock::graph_lock_sections;
 pub use held::Holder;
 pub use introspect::{
     dependencies, dot, reset, stats, with_graph_lock_held, DependencyInfo, Stats,

@@ -5,12 +5,15 @@
 //! Fast: the class id cached in the map, if its generation says it is still live (no lock, no
 //! shared write). Slow, once per map and class: a dynamic key is looked up lock-free in the
 //! key table ([`keys::lookup`](crate::keys::lookup)), then the class is found or created in
-//! the class table under the graph lock, and cached in the map.
+//! the class table under the graph lock, and cached in the map. An acquisition keeps that
+//! section open ([`resolve_locked`]) to validate its new chain in it, as the kernel's
+//! `__lock_acquire()` runs `register_lock_class()` and `validate_chain()` under one
+//! `graph_lock()`: a new lock costs the other threads one graph-lock section, not two.
 
 use std::panic::Location;
 
 use crate::class::{generation, name, ClassId, KeyRef};
-use crate::graph_lock::graph_lock;
+use crate::graph_lock::{graph_lock, GraphGuard};
 use crate::keys::{lookup, misuse};
 use crate::limits::MAX_SUBCLASSES;
 use crate::map::LockMap;
@@ -39,19 +42,34 @@ pub(crate) fn cached_class(map: &LockMap, subclass: u8) -> Option<ClassId> {
 
 #[cold]
 fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
+    resolve_locked(map, subclass, site).0
+}
+
+/// The slow half of [`resolve_class`] (call it after [`cached_class`] missed), leaving the
+/// graph-lock section it took open: the class, cached in the map, with the guard, so that the
+/// caller validates the new chain in the same section. [`ClassId::NONE`] and no guard if no
+/// class is found or made (after a report, delivered with no lock held) or the map is never
+/// validated.
+#[cold]
+pub(crate) fn resolve_locked(
+    map: &LockMap,
+    subclass: u8,
+    site: Site,
+) -> (ClassId, Option<GraphGuard>) {
+    const NONE: (ClassId, Option<GraphGuard>) = (ClassId::NONE, None);
     let key = map.key();
     if key == KeyRef::NoValidate {
-        return ClassId::NONE;
+        return NONE;
     }
     if subclass >= MAX_SUBCLASSES {
         misuse::report_lock(KeyMisuse::InvalidSubclass, map.name(), site);
-        return ClassId::NONE;
+        return NONE;
     }
     if let KeyRef::Dynamic { addr, serial } = key {
         // The lock-free, hazard-pointer-protected lookup (kernel: `is_dynamic_key()`).
         if !lookup::is_registered(addr, serial) {
             misuse::report_lock(KeyMisuse::NotRegistered, map.name(), site);
-            return ClassId::NONE;
+            return NONE;
         }
     }
     let mut g = graph_lock();
@@ -64,7 +82,7 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
                 if !lookup::is_registered_locked(&g, addr, serial) {
                     drop(g);
                     misuse::report_lock(KeyMisuse::NotRegistered, map.name(), site);
-                    return ClassId::NONE;
+                    return NONE;
                 }
             }
             let nesting = match key {
@@ -93,12 +111,11 @@ fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
                         let r = build::classes_exhausted(thread::current_thread(), episode);
                         report::deliver(vec![r]);
                     }
-                    return ClassId::NONE;
+                    return NONE;
                 }
             }
         }
     };
-    drop(g);
     map.set_cached(subclass, id);
-    id
+    (id, Some(g))
 }

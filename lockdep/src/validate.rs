@@ -20,7 +20,7 @@ use crate::graph::edges::{EdgeSites, Seen};
 use crate::graph::instances::PairsFull;
 use crate::graph::search::{self, Step};
 use crate::graph::Trace;
-use crate::graph_lock::{graph_lock, Global};
+use crate::graph_lock::{graph_lock, Global, GraphGuard};
 use crate::held::{HeldLock, Plain, ThreadState};
 use crate::lock_stat;
 use crate::map::LockMap;
@@ -251,7 +251,13 @@ pub(crate) fn acquire_with(
     nest_map: Option<&LockMap>,
     site: Site,
 ) {
-    let class = resolve_class(map, subclass, site);
+    // A class made or looked up under the graph lock keeps the section open: a new chain with
+    // it is validated in the same one (kernel: `__lock_acquire()`, `register_lock_class()`
+    // and `validate_chain()` under one `graph_lock()`).
+    let (class, mut held) = match resolve::cached_class(map, subclass) {
+        Some(class) => (class, None),
+        None => resolve::resolve_locked(map, subclass, site),
+    };
     // Made where it is used, so the fast path writes the entry once, straight into the stack.
     let entry = || entry_of(map, class, subclass, mode, trylock, nest, site);
     let done = with_state(|st| {
@@ -283,12 +289,14 @@ pub(crate) fn acquire_with(
                 return FastPath::Slow;
             }
         }
+        // Nothing to validate: the section (if the class needed one) ends before the push.
+        drop(held.take());
         st.push_in_room(next);
         FastPath::Pushed
     })
     .unwrap_or(FastPath::Untracked);
     if done == FastPath::Slow {
-        acquire_slow(entry(), map, nest_map.map_or("", LockMap::name));
+        acquire_slow(entry(), map, nest_map.map_or("", LockMap::name), held);
     }
 }
 
@@ -419,12 +427,15 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
         })
 }
 
+/// Validates and pushes what the general path could not. `held` is the graph-lock section
+/// the class was resolved in, if it was: the validation runs in it instead of a new one, and
+/// it ends before any report is delivered.
 #[cold]
-fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
+fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, mut held: Option<GraphGuard>) {
     let reports = with_state(|st| {
         let mut reports = Vec::new();
         if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
-            let g = graph_lock();
+            let g = held.get_or_insert_with(graph_lock);
             reports.push(build::nest_lock_not_held(&g.graph, st, &entry, nest_name));
             entry.nest_lock = 0;
         }
@@ -459,7 +470,7 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
             }
             _ => {}
         }
-        let mut g = graph_lock();
+        let mut g = held.take().unwrap_or_else(graph_lock);
         let epoch = nesting::pair_epoch();
         let mut checked = Vec::new();
         let verdict = validate_chain(&mut g, st, &entry, scan, &mut reports, &mut checked);
@@ -490,6 +501,9 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str) {
         }
         reports
     });
+    // A section kept for a chain that turned out cached (or not to be validated) ends here,
+    // before the delivery.
+    drop(held);
     let Some(reports) = reports else {
         return;
     };

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 
 use common::*;
-use lockdep::{DynamicKey, KeyHandle, LockMap};
+use lockdep::{DynamicKey, KeyHandle, KeyMisuse, LockMap, Report};
 
 #[test]
 fn lookups_race_register_and_unregister() {
@@ -191,4 +191,105 @@ fn new_key_at_reused_address_starts_clean() {
     assert_reports!();
     // Not required for the verdict, but the allocator normally reuses the slot.
     let _ = seen_reuse;
+}
+
+/// A new lock's first acquisition creates its class and validates its new chain in one
+/// graph-lock section (the other threads' slow paths, key unregisters among them, wait for
+/// each one); its later acquisitions, and a new lock taken with nothing held, take at most
+/// that one, and a cached chain none.
+#[test]
+fn a_new_lock_costs_one_graph_lock_section() {
+    let _h = start();
+    let root_key = DynamicKey::new("root");
+    let queue_key = DynamicKey::new("queue");
+    let root = LockMap::with_dynamic_key("root", &root_key);
+    let queue = LockMap::with_dynamic_key("queue", &queue_key);
+    let sections = lockdep::graph_lock_sections;
+
+    // A chain head: its class only.
+    let before = sections();
+    lock(&root);
+    assert_eq!(sections() - before, 1, "new class, chain head");
+    // A new class on a new chain: both in one section.
+    let before = sections();
+    lock(&queue);
+    assert_eq!(sections() - before, 1, "new class and new chain");
+    unlock(&queue);
+    unlock(&root);
+
+    // Both cached: no section at all.
+    let before = sections();
+    pair(&root, &queue);
+    assert_eq!(sections() - before, 0, "cached classes, cached chain");
+
+    // A cached class on a new chain: the chain's section only.
+    let other = LockMap::new("other");
+    lock(&other);
+    let before = sections();
+    lock(&queue);
+    assert_eq!(sections() - before, 1, "cached class, new chain");
+    unlock(&queue);
+    unlock(&other);
+
+    // The dependencies were recorded in those sections: the inverse order is a cycle.
+    pair(&queue, &root);
+    assert_one_cycle(&["root", "queue"]);
+
+    // A key's unregister (unlink, the holder check, the zap of its classes) is one section.
+    drop((root, queue));
+    let before = sections();
+    queue_key.unregister();
+    assert_eq!(sections() - before, 1, "unregister");
+    assert!(!queue_key.is_registered());
+}
+
+/// An unregister finds another thread's held lock of the key (read from its record in
+/// place) and names that thread and lock; a lock of another key held meanwhile, and a key
+/// whose classes nobody holds or that has none, are not reported.
+#[test]
+fn unregister_reports_another_threads_held_lock_of_the_key() {
+    let _h = start();
+    let held_key = DynamicKey::new("held key");
+    let free_key = DynamicKey::new("free key");
+    let unused_key = DynamicKey::new("unused key");
+    let held: &'static LockMap =
+        Box::leak(Box::new(LockMap::with_dynamic_key("held lock", &held_key)));
+    let other: &'static LockMap =
+        Box::leak(Box::new(LockMap::with_dynamic_key("other lock", &free_key)));
+    // `free key` gets a class (taken and released once), then only `held lock` stays held.
+    pair(other, held);
+    let (locked_tx, locked_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let holder = std::thread::Builder::new()
+        .name("key holder".into())
+        .spawn(move || {
+            lock(held);
+            locked_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+            unlock(held);
+        })
+        .unwrap();
+    locked_rx.recv().unwrap();
+
+    free_key.unregister();
+    unused_key.unregister();
+    assert_reports!();
+    held_key.unregister();
+    let r = assert_reports!(Report::KeyMisuse {
+        kind: KeyMisuse::UnregisterWhileHeld,
+        ..
+    });
+    let Report::KeyMisuse { held_by, key, .. } = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(key, "held key");
+    assert_eq!(held_by.len(), 1, "{held_by:#?}");
+    assert_eq!(held_by[0].thread.name, "key holder");
+    let names: Vec<_> = held_by[0].held.iter().map(|l| l.name).collect();
+    assert_eq!(names, [Some("held lock")]);
+    assert!(!held_key.is_registered());
+
+    done_tx.send(()).unwrap();
+    holder.join().unwrap();
+    take();
 }

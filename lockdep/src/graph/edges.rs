@@ -63,9 +63,12 @@ impl EdgeSites {
 pub(crate) struct Edge {
     /// Bit set of [`Kind::bit`].
     kinds: u16,
-    /// The sites of the first dependency of each kind, in the order they were recorded (most
-    /// pairs have one kind, so a short list beats a slot per kind).
-    sites: Vec<(Kind, EdgeSites)>,
+    /// The sites of the first dependency recorded: kept inline, as most pairs have only one
+    /// kind, so that recording or forgetting a pair allocates and frees nothing.
+    first: Option<(Kind, EdgeSites)>,
+    /// The sites of the first dependency of each further kind, in the order they were
+    /// recorded.
+    more: Vec<(Kind, EdgeSites)>,
 }
 
 impl Edge {
@@ -80,7 +83,11 @@ impl Edge {
             return false;
         }
         self.kinds |= kind.bit();
-        self.sites.push((kind, sites));
+        if self.first.is_none() {
+            self.first = Some((kind, sites));
+        } else {
+            self.more.push((kind, sites));
+        }
         true
     }
 
@@ -90,21 +97,26 @@ impl Edge {
     }
 
     /// The number of distinct public kinds ([`DepKind`](crate::DepKind)) recorded: what the
-    /// dependency count counts.
+    /// dependency count counts. No allocation (it runs for every pair a zap forgets).
     pub fn count(&self) -> usize {
-        let mut public: Vec<_> = self.kinds().map(Kind::public).collect();
-        public.sort_unstable();
-        public.dedup();
-        public.len()
+        let public = self
+            .kinds()
+            .fold(0u64, |set, k| set | 1 << (k.public() as u32));
+        public.count_ones() as usize
+    }
+
+    /// Every recorded kind with its sites, in the order recorded.
+    fn all_sites(&self) -> impl Iterator<Item = &(Kind, EdgeSites)> {
+        self.first.iter().chain(&self.more)
     }
 
     /// Where the first dependency of this kind was seen.
     pub fn sites(&self, kind: Kind) -> Option<&EdgeSites> {
-        self.sites.iter().find(|(k, _)| *k == kind).map(|(_, s)| s)
+        self.all_sites().find(|(k, _)| *k == kind).map(|(_, s)| s)
     }
 
     /// The sites of the first recorded dependency.
     pub fn first_sites(&self) -> Option<&EdgeSites> {
-        self.sites.first().map(|(_, s)| s)
+        self.first.as_ref().map(|(_, s)| s)
     }
 }

@@ -22,7 +22,6 @@ pub(crate) struct ClassNode {
     pub id: ClassId,
     pub name: Arc<str>,
     pub key: KeyRef,
-    pub subclass: u8,
     /// The nesting rule its key fixes, if any (else the global one applies).
     pub nesting: Option<Nesting>,
     /// Dependencies `self -> other`, by the other class's slot index.
@@ -31,16 +30,64 @@ pub(crate) struct ClassNode {
     pub before: HashSet<u32>,
 }
 
+/// The slots of one key's classes, by subclass ([`NO_SLOT`] for a subclass with none): one
+/// hash lookup finds any class of a key, and one removal forgets all of them.
+type KeyClasses = [u32; MAX_SUBCLASSES as usize];
+
+/// A [`KeyClasses`] entry of a subclass that has no class.
+const NO_SLOT: u32 = u32::MAX;
+
+/// The storage of a zapped class, kept for the next class created: its maps, emptied but
+/// with their room, and its name, which that creation releases. With dynamic keys, classes
+/// are created by the threads that first take their locks and zapped by the thread that
+/// unregisters the key; so a zap frees nothing (no cross-thread free, under the graph lock,
+/// of memory another thread allocated) and a creation reuses what it can.
+struct Spare {
+    name: Arc<str>,
+    after: HashMap<u32, Edge>,
+    before: HashSet<u32>,
+}
+
+/// At most this many zapped classes' storage is kept for reuse; a zap past it frees.
+const MAX_SPARES: usize = 64;
+
 /// The class table plus the dependency graph.
 #[derive(Default)]
 pub(crate) struct Graph {
     classes: Vec<Option<ClassNode>>,
     free: Vec<u32>,
-    by_key: HashMap<(KeyRef, u8), u32>,
+    /// Storage of zapped classes for the next creations (at most [`MAX_SPARES`]).
+    spare: Vec<Spare>,
+    by_key: HashMap<KeyRef, KeyClasses>,
     /// Number of (pair, kind) dependencies.
     dependency_count: usize,
     /// The instance-order pairs of each class.
     pub instances: Instances,
+}
+
+/// The live classes of one key, by subclass ([`Graph::classes_of`]): a copy, valid while the
+/// graph lock that made it is held.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyClassIds {
+    ids: [ClassId; MAX_SUBCLASSES as usize],
+    len: usize,
+}
+
+impl KeyClassIds {
+    /// The ids, by subclass.
+    pub fn as_slice(&self) -> &[ClassId] {
+        &self.ids[..self.len]
+    }
+
+    /// Whether the key has no live class.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `class` is one of them.
+    pub fn contains(&self, class: ClassId) -> bool {
+        self.as_slice().contains(&class)
+    }
 }
 
 /// All [`MAX_CLASSES`] classes are live.
@@ -78,14 +125,29 @@ impl Graph {
 
     /// The live class of `(key, subclass)`, if there is one.
     pub fn find(&self, key: KeyRef, subclass: u8) -> Option<ClassId> {
-        let &index = self.by_key.get(&(key, subclass))?;
+        let &index = self.by_key.get(&key)?.get(usize::from(subclass))?;
         self.slot(index).map(|c| c.id)
+    }
+
+    /// The live classes of `key` (any subclass), found with one lookup.
+    pub fn classes_of(&self, key: KeyRef) -> KeyClassIds {
+        let mut ids = KeyClassIds {
+            ids: [ClassId::NONE; MAX_SUBCLASSES as usize],
+            len: 0,
+        };
+        let live = self.by_key.get(&key).into_iter().flatten();
+        for id in live.filter_map(|&index| self.slot(index).map(|c| c.id)) {
+            ids.ids[ids.len] = id;
+            ids.len += 1;
+        }
+        ids
     }
 
     /// Creates the class of `(key, subclass)` named after `name` (with `/subclass` appended
     /// for subclasses other than 0), with the nesting rule its key fixes, if any; the kernel's
-    /// `register_lock_class()`. The caller checked that it does not exist. Fails when
-    /// [`MAX_CLASSES`] classes are live.
+    /// `register_lock_class()`. The caller checked that it does not exist and that `subclass`
+    /// is below [`MAX_SUBCLASSES`] (panics otherwise). Fails when [`MAX_CLASSES`] classes
+    /// are live.
     pub fn create(
         &mut self,
         key: KeyRef,
@@ -107,16 +169,29 @@ impl Graph {
         } else {
             Arc::from(format!("{name}/{subclass}"))
         };
+        let (after, before) = match self.spare.pop() {
+            Some(Spare {
+                name: zapped,
+                after,
+                before,
+            }) => {
+                // The zapped class's name is released here, by the creating thread.
+                drop(zapped);
+                (after, before)
+            }
+            None => Default::default(),
+        };
         self.classes[index as usize] = Some(ClassNode {
             id,
             name,
             key,
-            subclass,
             nesting,
-            after: HashMap::new(),
-            before: HashSet::new(),
+            after,
+            before,
         });
-        self.by_key.insert((key, subclass), index);
+        self.by_key
+            .entry(key)
+            .or_insert([NO_SLOT; MAX_SUBCLASSES as usize])[usize::from(subclass)] = index;
         Ok(id)
     }
 
@@ -150,12 +225,33 @@ impl Graph {
         }
     }
 
-    /// Removes a class, every dependency into or out of it, and its key mapping
-    /// (the kernel's `zap_class()`). The slot's generation changes, so cached ids and cached
-    /// chains that mention the class can never match again.
+    /// Removes a class, every dependency into or out of it, and its key mapping (the
+    /// kernel's `zap_class()`; the validator zaps whole keys, [`zap_key`](Self::zap_key)).
+    /// The slot's generation changes, so cached ids and cached chains that mention the class
+    /// can never match again.
+    #[cfg(test)]
     pub fn zap(&mut self, index: u32) {
-        let Some(node) = self.classes.get_mut(index as usize).and_then(Option::take) else {
+        let Some(key) = self.slot(index).map(|c| c.key) else {
             return;
+        };
+        self.unlink_class(index);
+        if let Some(slots) = self.by_key.get_mut(&key) {
+            slots
+                .iter_mut()
+                .filter(|s| **s == index)
+                .for_each(|s| *s = NO_SLOT);
+            if slots.iter().all(|&s| s == NO_SLOT) {
+                self.by_key.remove(&key);
+            }
+        }
+    }
+
+    /// [`zap`](Self::zap) but for the key mapping, which the caller updates: takes the class
+    /// out of its slot with every dependency into or out of it and its instance pairs, frees
+    /// the slot and keeps the class's storage as a [`Spare`]. False for a free slot.
+    fn unlink_class(&mut self, index: u32) -> bool {
+        let Some(node) = self.classes.get_mut(index as usize).and_then(Option::take) else {
+            return false;
         };
         for (to, edge) in &node.after {
             self.dependency_count -= edge.count();
@@ -170,28 +266,45 @@ impl Graph {
                 }
             }
         }
-        self.by_key.remove(&(node.key, node.subclass));
         self.instances.drop_class(index);
         generation::make_dead(index);
         self.free.push(index);
+        let ClassNode {
+            name,
+            mut after,
+            mut before,
+            ..
+        } = node;
+        if self.spare.len() < MAX_SPARES {
+            after.clear();
+            before.clear();
+            self.spare.push(Spare {
+                name,
+                after,
+                before,
+            });
+        }
+        true
     }
 
-    /// Zaps every class whose key is `key` (all subclasses); returns how many there were.
+    /// Zaps every class whose key is `key` (all subclasses, found with one lookup); returns
+    /// how many there were.
     pub fn zap_key(&mut self, key: KeyRef) -> usize {
-        let slots: Vec<u32> = (0..MAX_SUBCLASSES)
-            .filter_map(|s| self.by_key.get(&(key, s)).copied())
-            .collect();
-        for &i in &slots {
-            self.zap(i);
-        }
-        slots.len()
+        let Some(slots) = self.by_key.remove(&key) else {
+            return 0;
+        };
+        slots
+            .into_iter()
+            .filter(|&i| i != NO_SLOT && self.unlink_class(i))
+            .count()
     }
 
     /// Zaps every class.
     pub fn zap_all(&mut self) {
         for i in 0..self.classes.len() as u32 {
-            self.zap(i);
+            self.unlink_class(i);
         }
+        self.by_key.clear();
         self.instances.clear();
     }
 
@@ -316,10 +429,73 @@ mod tests {
         let other = g.create(key(2), 0, "L", None).unwrap();
         g.add(ids[0], ids[1], EN, sites());
         g.add(other, ids[2], EN, sites());
+        assert_eq!(g.classes_of(key(1)).as_slice(), ids);
         assert_eq!(g.zap_key(key(1)), 3);
         assert_eq!(g.class_count(), 1);
         assert_eq!(g.dependency_count(), 0);
         assert!(g.slot(other.index()).unwrap().after.is_empty());
+        assert!((0..3).all(|s| g.find(key(1), s).is_none()));
+        assert!(g.classes_of(key(1)).is_empty());
+        assert_eq!(g.zap_key(key(1)), 0, "nothing left to zap");
+        assert_eq!(g.find(key(2), 0), Some(other));
+    }
+
+    #[test]
+    fn zapping_one_subclass_keeps_the_others_of_its_key() {
+        let mut g = Graph::default();
+        let k0 = g.create(key(3), 0, "K", None).unwrap();
+        let k2 = g.create(key(3), 2, "K", None).unwrap();
+        g.zap(k0.index());
+        assert_eq!(g.find(key(3), 0), None);
+        assert_eq!(g.find(key(3), 2), Some(k2));
+        assert_eq!(g.classes_of(key(3)).as_slice(), [k2]);
+        assert!(g.classes_of(key(3)).contains(k2) && !g.classes_of(key(3)).contains(k0));
+        // A new class of the zapped subclass is found again, next to the other.
+        let k0b = g.create(key(3), 0, "K", None).unwrap();
+        assert_eq!(g.find(key(3), 0), Some(k0b));
+        g.zap(k2.index());
+        g.zap(k0b.index());
+        assert!(g.classes_of(key(3)).is_empty());
+        assert_eq!(g.zap_key(key(3)), 0);
+        g.zap_all();
+        assert_eq!(g.class_count(), 0);
+    }
+
+    #[test]
+    fn a_class_made_in_a_zapped_slot_starts_with_no_dependency() {
+        let mut g = Graph::default();
+        let [a, b, c] = [1, 2, 3].map(|n| g.create(key(n), 0, "class", None).unwrap());
+        g.add(a, b, EN, sites());
+        g.add(c, a, EN, sites());
+        g.zap_key(key(1));
+        // The new class takes a's slot and a's storage.
+        let d = g.create(key(0), 0, "D", None).unwrap();
+        assert_eq!(d.index(), a.index());
+        let node = g.class(d).unwrap();
+        assert!(node.after.is_empty() && node.before.is_empty());
+        assert_eq!(&*node.name, "D");
+        assert!(!g.has_kind(d, b, EN) && !g.has_kind(c, d, EN));
+        assert!(g.slot(b.index()).unwrap().before.is_empty());
+        assert!(g.slot(c.index()).unwrap().after.is_empty());
+        assert_eq!(g.dependency_count(), 0);
+    }
+
+    #[test]
+    fn a_pair_keeps_the_sites_of_each_kind() {
+        let mut g = Graph::default();
+        let a = g.create(key(1), 0, "A", None).unwrap();
+        let b = g.create(key(2), 0, "B", None).unwrap();
+        let first = sites();
+        let second = sites();
+        g.add(a, b, EN, first.clone());
+        g.add(a, b, SR, second.clone());
+        let edge = &g.class(a).unwrap().after[&b.index()];
+        assert_eq!(edge.sites(EN).unwrap().prev, first.prev);
+        assert_eq!(edge.sites(SR).unwrap().prev, second.prev);
+        assert_eq!(edge.first_sites().unwrap().prev, first.prev);
+        assert!(edge.sites(ER).is_none());
+        assert_eq!(edge.count(), 2);
+        assert_eq!(g.dependency_count(), 2);
     }
 
     #[test]

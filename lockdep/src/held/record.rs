@@ -597,6 +597,47 @@ impl Record {
         true
     }
 
+    /// Whether the record's stack (the entry its owner waits for included) has an entry whose
+    /// class `of_interest` accepts: the check [`snapshot`](Self::snapshot) would let a caller
+    /// make, from a consistent read of the slots in place (the same read section) with no
+    /// copy and no allocation. False for a free or idle record. May say true for an entry
+    /// that posted mail removes (a snapshot leaves those out): a caller that needs the
+    /// entries takes the snapshot next.
+    pub(crate) fn may_hold_class(&'static self, of_interest: impl Fn(ClassId) -> bool) -> bool {
+        if self.generation().is_multiple_of(2) {
+            return false;
+        }
+        // Relaxed: the idle hint of `snapshot`.
+        if self.len.load(Ordering::Relaxed) & DEPTH_MASK == 0
+            && self.wait_instance.load(Ordering::Relaxed) == 0
+        {
+            return false;
+        }
+        for attempt in 0u32.. {
+            // Acquire: pairs with `end`'s Release store, as in `snapshot`.
+            let s1 = self.seq.load(Ordering::Acquire);
+            if !s1.is_multiple_of(2) {
+                backoff(attempt);
+                continue;
+            }
+            // Acquire: pairs with the Release stores of `store_len`.
+            let len = (self.len.load(Ordering::Acquire) & DEPTH_MASK) as usize;
+            // Acquire (in `slots`): pairs with the Release store in `grow`.
+            let slots = self.slots();
+            let found = slots[..len.min(slots.len())]
+                .iter()
+                .map(Slot::read)
+                .any(|r| r.written() && of_interest(r.class()));
+            // Acquire fence, then Relaxed: the seqlock reader's rule, as in `snapshot`.
+            fence(Ordering::Acquire);
+            if self.seq.load(Ordering::Relaxed) == s1 {
+                return found;
+            }
+            backoff(attempt);
+        }
+        unreachable!("the loop returns")
+    }
+
     /// A consistent copy of the record's stack and wait, or `None` for a free record (or one
     /// with nothing held or awaited, if `skip_idle`). Retries while the owner writes (a write
     /// section is a few stores; past a few spins it yields, in case the owner was preempted

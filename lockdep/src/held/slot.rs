@@ -403,6 +403,11 @@ impl RawSlot {
         !self.site.is_null() && !self.name_ptr.is_null()
     }
 
+    /// The class this copy names (a plain number: no decoding needed).
+    pub fn class(&self) -> ClassId {
+        ClassId::from_bits(self.class)
+    }
+
     /// The fields, decoded.
     ///
     /// # Safety

@@ -167,11 +167,11 @@ impl DynamicKey {
 
     fn unregister_inner(&self, report_unknown: bool, site: &'static Location<'static>) {
         let key = self.key_ref();
-        // Every thread's held locks, through their shared records (copied before the graph
-        // lock; usually none holds anything), and the calling thread's own stack too, in case
-        // it has no record (past the record limit). Checked under the graph lock that unlinks
-        // and zaps, before the zap (which forgets which classes were the key's).
-        let snaps = thread::holding_snapshots();
+        // Every thread's held locks, through their shared records (read in place, copied only
+        // if one holds a lock of the key), and the calling thread's own stack too, in case it
+        // has no record (past the record limit). Checked under the graph lock that unlinks
+        // and zaps, before the zap (which forgets which classes were the key's); a key with no
+        // live class (never used, say) has no lock held and needs no look at all.
         let mut holders = Vec::new();
         let mut self_holds = false;
         // Unlink and zap under the graph lock (a class of the key can then never be created
@@ -181,8 +181,11 @@ impl DynamicKey {
         let mut unknown = false;
         sync::unlink_and_wait(self.bucket(), || {
             let mut g = graph_lock();
-            holders = thread::key_holders(&g.graph, &snaps, key);
-            self_holds = holders.is_empty() && thread::holds_key(&g.graph, key);
+            let classes = g.graph.classes_of(key);
+            if !classes.is_empty() {
+                holders = thread::key_holders(&g.graph, &classes);
+                self_holds = holders.is_empty() && thread::holds_key(&classes);
+            }
             if !table::unlink(&mut g, self.node) {
                 unknown = true;
                 return false;

@@ -212,7 +212,8 @@ pub enum KeyMisuse {
     DoubleRegister,
     /// `unregister` on a key that is not registered.
     UnknownKey,
-    /// `unregister` while this thread holds a lock of one of the key's classes.
+    /// `unregister` while a thread (this one or another) holds a lock of one of the key's
+    /// classes.
     UnregisterWhileHeld,
     /// A subclass of [`MAX_SUBCLASSES`](crate::MAX_SUBCLASSES) or more.
     InvalidSubclass,

@@ -4,7 +4,7 @@
 //! than the one that acquired (a guard sent between threads).
 
 use super::local::{current_thread, with_state};
-use crate::class::KeyRef;
+use crate::graph::table::KeyClassIds;
 use crate::graph::Graph;
 use crate::graph_lock::graph_lock;
 use crate::held::record::{self, Holder, Mail, SharedEntry, Snapshot};
@@ -20,32 +20,32 @@ pub(crate) fn current_holder() -> Option<Holder> {
     with_state(|st| st.record().map(|r| r.holder())).flatten()
 }
 
-/// Copies of the records that hold locks (for [`key_holders`]): taken before the graph lock,
-/// so that the check costs the caller nothing more when no thread holds anything.
-pub(crate) fn holding_snapshots() -> Vec<Snapshot> {
-    let mut snaps = snapshots();
-    snaps.retain(|s| s.entries().next().is_some());
-    snaps
-}
-
-/// Every thread whose copy in `snaps` holds locks of `key` (or sleeps in a condvar wait that
-/// will re-lock one), with those locks, decided with the
-/// graph `g` (held by the caller, who zaps the key's classes next under the same lock). Only
-/// the matching copies are turned into descriptions: an unregister with the usual traffic
-/// (other threads holding locks of other keys) builds nothing.
-pub(crate) fn key_holders(g: &Graph, snaps: &[Snapshot], key: KeyRef) -> Vec<ThreadLocks> {
-    let of_key = |class| g.class(class).is_some_and(|c| c.key == key);
+/// Every thread (the caller's included) that holds locks of the key whose live classes are
+/// `classes` (or sleeps in a condvar wait that will re-lock one), with those locks, decided
+/// with the graph `g` (held by the caller, who zaps the key's classes next under the same
+/// lock). Each record is checked in place for an entry of those classes, and only a matching
+/// one is copied and turned into a description: an unregister with the usual traffic (other
+/// threads holding locks of other keys) copies and allocates nothing.
+pub(crate) fn key_holders(g: &Graph, classes: &KeyClassIds) -> Vec<ThreadLocks> {
+    let of_key = |class| classes.contains(class);
+    let snaps: Vec<Snapshot> = record::all()
+        .filter(|r| r.may_hold_class(of_key))
+        .filter_map(|r| r.snapshot(true))
+        .collect();
+    if snaps.is_empty() {
+        return Vec::new();
+    }
     let now = record::now_ns();
     snaps
         .iter()
         .filter(|s| s.entries().any(|e| of_key(e.class)))
         .filter_map(|s| {
             let mut t = build::thread_locks(g, s, now)?;
-            t.held.retain(|l| l.key == Some(key));
-            t.waiting = t.waiting.filter(|w| w.lock.key == Some(key));
+            t.held.retain(|l| of_key(l.class));
+            t.waiting = t.waiting.filter(|w| of_key(w.lock.class));
             // A thread asleep in a condvar wait on a lock of the key counts: its guard lives
             // on and re-locks the lock when the wait ends.
-            t.condvar = t.condvar.filter(|c| c.mutex.key == Some(key));
+            t.condvar = t.condvar.filter(|c| of_key(c.mutex.class));
             (!t.held.is_empty() || t.condvar.is_some()).then_some(t)
         })
         .collect()

@@ -2,16 +2,10 @@
 //! which take a [`LockMap`](crate::LockMap), are in [`annotate`](crate::annotate).)
 
 use super::local::with_state;
-use crate::class::KeyRef;
-use crate::graph::Graph;
+use crate::graph::table::KeyClassIds;
 
-/// True if this thread holds a lock of one of `key`'s classes, decided with the graph `g`
-/// (held by the caller).
-pub(crate) fn holds_key(g: &Graph, key: KeyRef) -> bool {
-    with_state(|st| {
-        st.entries()
-            .iter()
-            .any(|h| g.class(h.class).is_some_and(|c| c.key == key))
-    })
-    .unwrap_or(false)
+/// True if this thread holds a lock of one of a key's live classes, `classes` (made by the
+/// caller under the graph lock, which it still holds).
+pub(crate) fn holds_key(classes: &KeyClassIds) -> bool {
+    with_state(|st| st.entries().iter().any(|h| classes.contains(h.class))).unwrap_or(false)
 }
