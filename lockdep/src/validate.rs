@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::chain::{self, Hit};
-use crate::class::ClassId;
+use crate::class::{ClassId, KeyRef};
 use crate::graph::edges::{EdgeSites, Seen};
 use crate::graph::instances::PairsFull;
 use crate::graph::search::{self, Step};
-use crate::graph::Trace;
+use crate::graph::table::ClassNode;
+use crate::graph::{Graph, Trace};
 use crate::graph_lock::{graph_lock, Global, GraphGuard};
 use crate::held::{HeldLock, Plain, ThreadState};
 use crate::lock_stat;
@@ -784,7 +785,7 @@ fn check_prev_add(
     if let Some(path) = search::strong_path(&g.graph, prev.class.index(), next.class.index(), kind)
     {
         let r = build::circular(&g.graph, st, prev, next, kind, &path, trace.get());
-        push_cycle(reports, r, signature(prev.class, &path));
+        push_cycle(reports, r, signature(&g.graph, prev.class, &path));
         return false;
     }
     g.graph
@@ -885,14 +886,32 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
     }
 }
 
-/// A signature of a cycle: its set of classes (what makes two cycle reports the same).
-fn signature(prev: ClassId, path: &[Step<u32>]) -> u64 {
-    let mut ids: Vec<u32> = path.iter().map(|s| s.from).collect();
-    ids.push(prev.index());
-    ids.sort_unstable();
-    ids.dedup();
+/// A signature of a cycle: its set of classes (what makes two cycle reports the same), each
+/// class by what stays the same when its code runs again: its name (with its subclass) and
+/// key, a dynamic key by its name alone. Not by the class slot, which a zapped class hands to
+/// an unrelated one (their cycles are other bugs), nor by the slot's generation, which
+/// changes each time a churned key's class is made again (the same bug, reported once).
+fn signature(graph: &Graph, prev: ClassId, path: &[Step<u32>]) -> u64 {
+    let one = |c: &ClassNode| {
+        let key = match c.key {
+            KeyRef::Dynamic { .. } => None,
+            k => Some(k),
+        };
+        let mut h = DefaultHasher::new();
+        (&*c.name, key).hash(&mut h);
+        h.finish()
+    };
+    let mut classes: Vec<u64> = path
+        .iter()
+        .map(|s| s.from)
+        .chain([prev.index()])
+        .filter_map(|i| graph.slot(i))
+        .map(one)
+        .collect();
+    classes.sort_unstable();
+    classes.dedup();
     let mut h = DefaultHasher::new();
-    ids.hash(&mut h);
+    classes.hash(&mut h);
     h.finish()
 }
 

@@ -192,3 +192,44 @@ fn panic_policy_panics_at_every_occurrence_of_a_delivered_report() {
         assert_eq!(lockdep::held_count(), 0);
     }
 }
+
+/// Cycles through classes of different dynamic keys are different reports, even when each
+/// key's class takes the slot its zapped predecessor had (the old identity was the set of
+/// slots, so the second and third cycles were counted as repeats of the first); the same
+/// cycle through a key churned again and again, under the same name, is one report.
+#[test]
+fn a_cycle_is_told_apart_by_its_classes_not_by_their_slots() {
+    let _h = start();
+    let outer = new_lock("outer");
+    let cycle_with = |name: &'static str| {
+        let key = lockdep::DynamicKey::new(name);
+        let m: &'static LockMap = Box::leak(Box::new(LockMap::with_dynamic_key(name, &key)));
+        pair(outer, m);
+        pair(m, outer);
+        drop(key);
+    };
+    for name in ["alpha", "beta", "gamma"] {
+        cycle_with(name);
+    }
+    let r = assert_reports!(
+        Report::CircularDependency(_),
+        Report::CircularDependency(_),
+        Report::CircularDependency(_)
+    );
+    let mut named: Vec<String> = r
+        .iter()
+        .map(|r| {
+            let mut c = r.cycle_classes();
+            c.sort();
+            c.dedup();
+            c.join(",")
+        })
+        .collect();
+    named.sort();
+    assert_eq!(named, ["alpha,outer", "beta,outer", "gamma,outer"]);
+    // One name, churned: the same bug each time.
+    for _ in 0..20 {
+        cycle_with("delta");
+    }
+    assert_reports!(Report::CircularDependency(_));
+}
