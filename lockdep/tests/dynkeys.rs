@@ -293,3 +293,43 @@ fn unregister_reports_another_threads_held_lock_of_the_key() {
     holder.join().unwrap();
     take();
 }
+
+/// A thread blocked waiting for a lock of the key (validated, on its stack, announced with
+/// `lock_contended`) is named by the unregister too: it holds the lock as soon as the holder
+/// lets go.
+#[test]
+fn unregister_reports_a_thread_waiting_for_a_lock_of_the_key() {
+    let _h = start();
+    let key = DynamicKey::new("awaited key");
+    let lock_of_key: &'static LockMap =
+        Box::leak(Box::new(LockMap::with_dynamic_key("awaited lock", &key)));
+    let (waiting_tx, waiting_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let waiter = std::thread::Builder::new()
+        .name("key waiter".into())
+        .spawn(move || {
+            lock(lock_of_key);
+            lockdep::lock_contended(lock_of_key, std::panic::Location::caller());
+            waiting_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+            lockdep::lock_acquired(lock_of_key);
+            unlock(lock_of_key);
+        })
+        .unwrap();
+    waiting_rx.recv().unwrap();
+    key.unregister();
+    let r = assert_reports!(Report::KeyMisuse {
+        kind: KeyMisuse::UnregisterWhileHeld,
+        ..
+    });
+    let Report::KeyMisuse { held_by, .. } = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(held_by.len(), 1, "{held_by:#?}");
+    assert_eq!(held_by[0].thread.name, "key waiter");
+    let waiting = held_by[0].waiting.as_ref().expect("shown waiting");
+    assert_eq!(waiting.lock.name, Some("awaited lock"));
+    done_tx.send(()).unwrap();
+    waiter.join().unwrap();
+    take();
+}

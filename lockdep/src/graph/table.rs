@@ -51,6 +51,11 @@ struct Spare {
 /// At most this many zapped classes' storage is kept for reuse; a zap past it frees.
 const MAX_SPARES: usize = 64;
 
+/// The most entries a spare's maps may have room for: a class with more dependencies (a hub)
+/// is freed when zapped, so that the spares stay small (64 classes of a few dozen
+/// dependencies each) whatever classes were zapped.
+const SPARE_ROOM: usize = 64;
+
 /// The class table plus the dependency graph.
 #[derive(Default)]
 pub(crate) struct Graph {
@@ -275,7 +280,10 @@ impl Graph {
             mut before,
             ..
         } = node;
-        if self.spare.len() < MAX_SPARES {
+        if self.spare.len() < MAX_SPARES
+            && after.capacity() <= SPARE_ROOM
+            && before.capacity() <= SPARE_ROOM
+        {
             after.clear();
             before.clear();
             self.spare.push(Spare {
@@ -299,9 +307,11 @@ impl Graph {
             .count()
     }
 
-    /// Zaps every class.
+    /// Zaps every class. The slots are freed from the last one down, so that classes
+    /// created next take them from the first one up, as in a fresh table: the same program
+    /// gets the same slots (and so the same reports, see `search`) after a reset.
     pub fn zap_all(&mut self) {
-        for i in 0..self.classes.len() as u32 {
+        for i in (0..self.classes.len() as u32).rev() {
             self.unlink_class(i);
         }
         self.by_key.clear();
@@ -403,6 +413,41 @@ mod tests {
         // Zapping a free slot does nothing.
         g.zap(b.index());
         assert_eq!(g.class_count(), 2);
+    }
+
+    /// A zapped hub (a class with many dependencies) is not kept as a spare: the spares'
+    /// room stays small whatever was zapped.
+    #[test]
+    fn a_zapped_hub_is_freed_not_kept() {
+        let mut g = Graph::default();
+        let hub = g.create(key(1), 0, "hub", None).unwrap();
+        let small = g.create(key(2), 0, "small", None).unwrap();
+        for n in 0..1_000 {
+            let leaf = g.create(KeyRef::Instance(n), 0, "leaf", None).unwrap();
+            g.add(hub, leaf, EN, sites());
+        }
+        g.add(small, hub, EN, sites());
+        g.zap(hub.index());
+        g.zap(small.index());
+        assert_eq!(g.spare.len(), 1, "the small class is kept, the hub is not");
+        assert!(g
+            .spare
+            .iter()
+            .all(|s| s.after.capacity() <= SPARE_ROOM && s.before.capacity() <= SPARE_ROOM));
+    }
+
+    /// After a reset, classes take the slots from the first one up, as in a fresh table.
+    #[test]
+    fn after_zap_all_slots_are_handed_out_from_the_first() {
+        let mut g = Graph::default();
+        let fresh: Vec<u32> = (0..5)
+            .map(|n| g.create(KeyRef::Instance(n), 0, "c", None).unwrap().index())
+            .collect();
+        g.zap_all();
+        let again: Vec<u32> = (0..5)
+            .map(|n| g.create(KeyRef::Instance(n), 0, "c", None).unwrap().index())
+            .collect();
+        assert_eq!(again, fresh);
     }
 
     #[test]

@@ -213,7 +213,7 @@ pub enum KeyMisuse {
     /// `unregister` on a key that is not registered.
     UnknownKey,
     /// `unregister` while a thread (this one or another) holds a lock of one of the key's
-    /// classes.
+    /// classes, waits for one, or sleeps in a condvar wait that will re-lock one.
     UnregisterWhileHeld,
     /// A subclass of [`MAX_SUBCLASSES`](crate::MAX_SUBCLASSES) or more.
     InvalidSubclass,
@@ -344,8 +344,9 @@ pub enum Report {
         /// was registered at all); `None` for a lock map's misuse.
         registered_at: Option<&'static Location<'static>>,
         /// For [`KeyMisuse::UnregisterWhileHeld`]: every thread that held locks of the key,
-        /// with those locks (the calling thread included, if it held any), or slept in a
-        /// condvar wait that will re-lock one ([`ThreadLocks::condvar`]; its guard lives on).
+        /// with those locks (the calling thread included, if it held any), waited for one
+        /// ([`ThreadLocks::waiting`]), or slept in a condvar wait that will re-lock one
+        /// ([`ThreadLocks::condvar`]; its guard lives on).
         /// A thread's `waiting` and `condvar` are kept only if they concern the key. Empty
         /// otherwise.
         held_by: Vec<ThreadLocks>,

@@ -21,9 +21,9 @@ pub(crate) fn current_holder() -> Option<Holder> {
 }
 
 /// Every thread (the caller's included) that holds locks of the key whose live classes are
-/// `classes` (or sleeps in a condvar wait that will re-lock one), with those locks, decided
-/// with the graph `g` (held by the caller, who zaps the key's classes next under the same
-/// lock). Each record is checked in place for an entry of those classes, and only a matching
+/// `classes` (or waits for one, or sleeps in a condvar wait that will re-lock one), with
+/// those locks, decided with the graph `g` (held by the caller, who zaps the key's classes
+/// next under the same lock). Each record is checked in place for an entry of those classes, and only a matching
 /// one is copied and turned into a description: an unregister with the usual traffic (other
 /// threads holding locks of other keys) copies and allocates nothing.
 pub(crate) fn key_holders(g: &Graph, classes: &KeyClassIds) -> Vec<ThreadLocks> {
@@ -44,9 +44,10 @@ pub(crate) fn key_holders(g: &Graph, classes: &KeyClassIds) -> Vec<ThreadLocks> 
             t.held.retain(|l| of_key(l.class));
             t.waiting = t.waiting.filter(|w| of_key(w.lock.class));
             // A thread asleep in a condvar wait on a lock of the key counts: its guard lives
-            // on and re-locks the lock when the wait ends.
+            // on and re-locks the lock when the wait ends; so does one blocked on a lock of
+            // the key, which it holds as soon as the holder lets go.
             t.condvar = t.condvar.filter(|c| of_key(c.mutex.class));
-            (!t.held.is_empty() || t.condvar.is_some()).then_some(t)
+            (!t.held.is_empty() || t.condvar.is_some() || t.waiting.is_some()).then_some(t)
         })
         .collect()
 }
