@@ -90,7 +90,14 @@ pub(crate) fn resolve_locked(
                 KeyRef::Dynamic { addr, serial } => lookup::nesting_of_locked(&g, addr, serial),
                 _ => None,
             };
-            let name = name::class_name(map.name(), map.is_named(), key);
+            let name = match key {
+                // A map of a dynamic key with no name of its own: its class reads as the key.
+                KeyRef::Dynamic { addr, serial } if map.name().is_empty() => {
+                    lookup::name_of_locked(&g, addr, serial)
+                        .map_or(std::borrow::Cow::Borrowed(""), |n| n.to_string().into())
+                }
+                _ => name::class_name(map.name(), map.is_named(), key),
+            };
             match g.graph.create(key, subclass, &name, nesting) {
                 Ok(id) => {
                     if let KeyRef::Static(k) = key {

@@ -333,3 +333,16 @@ fn unregister_reports_a_thread_waiting_for_a_lock_of_the_key() {
     waiter.join().unwrap();
     take();
 }
+
+/// A map of a dynamic key with no name of its own: its class reads as the key's name (it read
+/// as an empty name, printed `()`).
+#[test]
+fn an_unnamed_map_of_a_dynamic_key_is_named_after_the_key() {
+    let _h = start();
+    let key = DynamicKey::new("eth0 queue");
+    let m: &'static LockMap = Box::leak(Box::new(LockMap::with_dynamic_key("", &key)));
+    lock(m);
+    let held = lockdep::held_locks();
+    assert_eq!(held[0].class_name, "eth0 queue");
+    unlock(m);
+}

@@ -17,8 +17,10 @@
 //! lock map's class cache make that rare), and for [`DynamicKey::is_registered`](crate::DynamicKey::is_registered) /
 //! [`KeyHandle::is_registered`](crate::KeyHandle::is_registered).
 
+use std::sync::Arc;
+
 use super::sync;
-use super::table::{bucket_index, nesting_locked, walk};
+use super::table::{bucket_index, name_locked, nesting_locked, walk};
 use crate::graph_lock::Global;
 use crate::nesting::Nesting;
 
@@ -33,6 +35,11 @@ pub(crate) fn is_registered(addr: usize, serial: u64) -> bool {
 /// the answer stays true until the lock is released.
 pub(crate) fn is_registered_locked(_g: &Global, addr: usize, serial: u64) -> bool {
     walk(addr, serial)
+}
+
+/// The name of a registered dynamic key, under the graph lock.
+pub(crate) fn name_of_locked(g: &Global, addr: usize, serial: u64) -> Option<Arc<str>> {
+    name_locked(g, addr, serial)
 }
 
 /// The nesting rule a registered dynamic key fixes, if any, under the graph lock.

@@ -112,6 +112,12 @@ pub(crate) fn nesting_locked(_g: &Global, addr: usize, serial: u64) -> Option<Ne
     find(addr, serial, |n| n.nesting).flatten()
 }
 
+/// The name of the registered key `(addr, serial)`, if it is registered; `_g` as for
+/// [`nesting_locked`].
+pub(crate) fn name_locked(_g: &Global, addr: usize, serial: u64) -> Option<Arc<str>> {
+    find(addr, serial, |n| n.name.clone())
+}
+
 /// Walks the bucket of `addr` for the node `addr` with this serial and applies `f` to it; the
 /// caller protects the bucket as for [`walk`].
 fn find<R>(addr: usize, serial: u64, f: impl FnOnce(&KeyNode) -> R) -> Option<R> {
