@@ -63,3 +63,25 @@ impl HeldLock {
         chain::extend(below, class, mode, trylock, nest_lock != 0)
     }
 }
+
+#[cfg(test)]
+impl HeldLock {
+    /// A plain exclusive entry of `instance` (its class's slot: the instance, modulo the
+    /// class limit), chain key 0, for unit tests.
+    pub(crate) fn for_test(instance: usize) -> HeldLock {
+        HeldLock {
+            class: ClassId::new((instance % crate::limits::MAX_CLASSES) as u32, 1),
+            instance,
+            name: "L",
+            named: true,
+            mode: Mode::Exclusive,
+            trylock: false,
+            subclass: 0,
+            nest_lock: 0,
+            site: Location::caller(),
+            chain_key: 0,
+            pin_count: 0,
+            paired: false,
+        }
+    }
+}

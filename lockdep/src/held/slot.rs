@@ -455,18 +455,8 @@ mod tests {
 
     fn entry(chain_key: u64) -> HeldLock {
         HeldLock {
-            class: ClassId::new(3, 1),
-            instance: 0x1000,
-            name: "l",
-            named: true,
-            mode: Mode::Exclusive,
-            trylock: false,
-            subclass: 0,
-            nest_lock: 0,
-            site: Location::caller(),
             chain_key,
-            pin_count: 0,
-            paired: false,
+            ..HeldLock::for_test(0x1000)
         }
     }
 

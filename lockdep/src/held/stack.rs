@@ -862,23 +862,9 @@ fn os_tid() -> Option<u64> {
 mod tests {
     use super::*;
     use crate::limits::MAX_CLASSES;
-    use std::panic::Location;
 
     fn entry(instance: usize) -> HeldLock {
-        HeldLock {
-            class: ClassId::new((instance % MAX_CLASSES) as u32, 1),
-            instance,
-            name: "L",
-            named: true,
-            mode: Mode::Exclusive,
-            trylock: false,
-            subclass: 0,
-            nest_lock: 0,
-            site: Location::caller(),
-            chain_key: 0,
-            pin_count: 0,
-            paired: false,
-        }
+        HeldLock::for_test(instance)
     }
 
     fn push(st: &mut ThreadState, e: HeldLock) {
