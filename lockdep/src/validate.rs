@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::chain::{self, Hit};
 use crate::class::{ClassId, KeyRef};
+use crate::current_task;
 use crate::graph::edges::{EdgeSites, Seen};
 use crate::graph::instances::PairsFull;
 use crate::graph::search::{self, Step};
@@ -752,6 +753,9 @@ fn check_prevs_add(
     reports: &mut Vec<Report>,
     trace: &LazyTrace,
 ) -> Verdict {
+    // Inside an instrumented poll the task's async locks are spliced onto the thread's stack
+    // (see `task`): they were not acquired over the thread's locks below them.
+    let in_poll = current_task::get().is_some();
     for prev in st.entries().iter().rev() {
         if g.graph.class(prev.class).is_none() {
             // Unvalidated or zapped: like the kernel's `check == 0` entries, skipped.
@@ -760,7 +764,12 @@ fn check_prevs_add(
         if prev.class != next.class && !check_prev_add(g, st, &prev, next, reports, trace) {
             return Verdict::Invalid;
         }
-        if !prev.trylock {
+        // The kernel stops at the first held lock that is no trylock: the locks below it
+        // reach `next` through it, by the dependencies its own acquisition recorded. A task's
+        // async lock spliced on for a poll recorded none over the thread's locks below it,
+        // so in a poll the walk goes on to the bottom (every dependency it adds is real: the
+        // lock is held while `next` is taken).
+        if !prev.trylock && !in_poll {
             break;
         }
     }

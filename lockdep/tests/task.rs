@@ -224,3 +224,38 @@ fn a_mode_change_between_polls_reaches_the_record() {
     poll.exit(false);
     assert_reports!();
 }
+
+/// A task's async lock spliced onto a thread that holds a blocking lock, and a blocking lock
+/// taken in that poll: the thread's blocking lock is held while the new one is taken, so
+/// the dependency between the two is recorded, and its inversion later is a cycle. The
+/// dependency walk used to stop at the spliced async lock (as at any lock the kernel's walk
+/// reaches first), which was acquired in an earlier poll over none of the thread's locks.
+#[test]
+fn a_poll_records_the_threads_locks_below_the_tasks_spliced_ones() {
+    let _h = start();
+    let (za, zx, zy) = (
+        new_lock("splice_za"),
+        new_lock("splice_zx"),
+        new_lock("splice_zy"),
+    );
+    let ctx = TaskContext::new();
+    let mut held_a = {
+        let poll = ctx.enter();
+        let held = lock_async(za);
+        poll.exit(false);
+        held
+    };
+    lock(zx);
+    {
+        let poll = ctx.enter();
+        // Held: zx (the thread's), za (the task's, spliced on), and now zy.
+        lock(zy);
+        unlock(zy);
+        lockdep::task_release(&mut held_a, za);
+        poll.exit(false);
+    }
+    unlock(zx);
+    assert_reports!();
+    pair(zy, zx);
+    assert_one_cycle(&["splice_zx", "splice_zy"]);
+}
