@@ -644,3 +644,57 @@ fn panic_policy_reports_before_blocking_and_leaves_state_clean() {
     let _ga = a.lock();
     let _gb = b.lock();
 }
+
+/// A timed upgrade that gives up leaves the upgradable read as it was: at its place on the
+/// held stack, acquired where it was (reports name that line, not the upgrade's). Before, the
+/// entry came back on top, "acquired" at the try's line.
+#[test]
+fn a_timed_upgrade_that_gives_up_leaves_the_entry_as_it_was() {
+    let _h = start();
+    let rw = Arc::new(RwLock::named(0, "TU"));
+    let m = Mutex::named(0, "TM");
+    let acquired = std::panic::Location::caller();
+    let u = rw.upgradable_read();
+    // Held above it (a trylock: no TU -> TM dependency, so the upgrade closes no cycle).
+    let g = m.try_lock().expect("free");
+    let before: Vec<_> = lockdep::held_locks()
+        .iter()
+        .map(|l| (l.name, l.mode, l.site.line()))
+        .collect();
+    assert_eq!(
+        before[0],
+        (Some("TU"), lockdep::Mode::Upgradable, acquired.line() + 1)
+    );
+    // Another thread's read keeps the upgrade waiting until it gives up.
+    let (read_tx, read_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let other = Arc::clone(&rw);
+    let reader = std::thread::spawn(move || {
+        let _r = other.read();
+        read_tx.send(()).unwrap();
+        done_rx.recv().unwrap();
+    });
+    read_rx.recv().unwrap();
+    let u = RwLockUpgradableReadGuard::try_upgrade_for(u, Duration::from_millis(1))
+        .expect_err("a reader holds it");
+    let after: Vec<_> = lockdep::held_locks()
+        .iter()
+        .map(|l| (l.name, l.mode, l.site.line()))
+        .collect();
+    assert_eq!(after, before);
+    let u = RwLockUpgradableReadGuard::try_upgrade_until(u, std::time::Instant::now())
+        .expect_err("a reader holds it");
+    assert_eq!(
+        lockdep::held_locks()
+            .iter()
+            .map(|l| (l.name, l.mode, l.site.line()))
+            .collect::<Vec<_>>(),
+        before
+    );
+    done_tx.send(()).unwrap();
+    reader.join().unwrap();
+    drop(g);
+    drop(u);
+    assert!(take().is_empty());
+    assert_eq!(held_count(), 0);
+}

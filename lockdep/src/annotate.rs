@@ -107,14 +107,57 @@ pub fn set_held_mode(map: &LockMap, mode: Mode) {
 /// [`Report::RecursiveLocking`](crate::Report::RecursiveLocking).
 ///
 /// A successful non-blocking `try_upgrade` cannot wait: record it with
-/// [`set_held_mode`]`(map, Mode::Exclusive)` instead. A timed upgrade that gives up goes back
-/// with `set_held_mode(map, Mode::Upgradable)`.
+/// [`set_held_mode`]`(map, Mode::Exclusive)` instead. An upgrade that may give up waiting
+/// (a timed one) is [`upgrade_timed`].
 ///
 /// Reports [`AssertKind::NotHeld`] (and records nothing) if this thread does not hold `map`,
 /// and [`AssertKind::WrongMode`] if it holds it in another mode than upgradable (then it is
 /// upgraded all the same). `site` is the location reports name (the user's `upgrade` call).
 /// Thread-safe; the graph lock is taken only if the chain is new.
 pub fn upgrade(map: &LockMap, site: &'static Location<'static>) {
+    upgrade_keeping(map, site);
+}
+
+/// What a timed upgrade that may give up keeps of the upgradable entry it moved: where it was
+/// on the held stack and the entry itself, for [`upgrade_timed_out`]. From [`upgrade_timed`].
+#[derive(Debug)]
+#[must_use = "give it to `upgrade_timed_out` if the upgrade gives up"]
+pub struct TimedUpgrade {
+    taken: Option<(usize, HeldLock)>,
+}
+
+/// [`upgrade`] for an upgrade that may give up (parking_lot's `try_upgrade_for` /
+/// `try_upgrade_until`): validated and recorded the same way, before the caller waits; if the
+/// wait times out, [`upgrade_timed_out`] puts the upgradable entry back where it was, with
+/// the site that acquired it. Thread-safe; as [`upgrade`].
+pub fn upgrade_timed(map: &LockMap, site: &'static Location<'static>) -> TimedUpgrade {
+    TimedUpgrade {
+        taken: upgrade_keeping(map, site),
+    }
+}
+
+/// A timed upgrade ([`upgrade_timed`]) gave up: the lock is the upgradable read it was, at its
+/// place on the held stack, acquired where it was (not at the upgrade's site). Thread-safe.
+pub fn upgrade_timed_out(map: &LockMap, upgrade: TimedUpgrade) {
+    let Some((i, entry)) = upgrade.taken else {
+        return;
+    };
+    with_state(|st| {
+        // The exclusive entry the upgrade pushed, replaced by the upgradable one it took.
+        if let Some(top) = st
+            .entries()
+            .iter()
+            .rposition(|h| h.instance == map.instance() && h.mode == Mode::Exclusive)
+        {
+            let _ = st.remove(top);
+        }
+        let at = i.min(st.len());
+        st.insert(at, entry);
+    });
+}
+
+/// [`upgrade`]; returns where the upgradable entry was and the entry, if there was one.
+fn upgrade_keeping(map: &LockMap, site: &'static Location<'static>) -> Option<(usize, HeldLock)> {
     let taken = with_state(|st| {
         // The lock's upgradable entry, if it has one besides other holdings of the lock.
         let i = st
@@ -122,12 +165,12 @@ pub fn upgrade(map: &LockMap, site: &'static Location<'static>) {
             .iter()
             .rposition(|h| h.instance == map.instance() && h.mode == Mode::Upgradable)
             .or_else(|| st.find(map.instance()))?;
-        Some(st.remove(i))
+        Some((i, st.remove(i)))
     })
     .flatten();
-    let Some(entry) = taken else {
+    let Some((index, entry)) = taken else {
         fail(AssertKind::NotHeld, map.name(), site);
-        return;
+        return None;
     };
     if entry.mode != Mode::Upgradable {
         fail(AssertKind::WrongMode, map.name(), site);
@@ -153,6 +196,7 @@ pub fn upgrade(map: &LockMap, site: &'static Location<'static>) {
             }
         });
     }
+    Some((index, entry))
 }
 
 /// Moves a held lock to another subclass of its key without releasing it (the kernel's

@@ -433,7 +433,8 @@ use std::panic::Location;
 
 pub use annotate::{
     assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
-    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, DetachedLock,
+    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, upgrade_timed,
+    upgrade_timed_out, DetachedLock, TimedUpgrade,
 };
 pub use class::ClassId;
 pub use condvar::{

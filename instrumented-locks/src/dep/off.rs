@@ -131,8 +131,15 @@ impl Track {
     #[inline(always)]
     pub(crate) fn upgrade(&mut self, _dep: &Dep, _site: Site) {}
     #[inline(always)]
-    pub(crate) fn upgrade_failed(&mut self, _dep: &Dep) {}
+    pub(crate) fn upgrade_timed(&mut self, _dep: &Dep, _site: Site) -> TimedUpgrade {
+        TimedUpgrade
+    }
+    #[inline(always)]
+    pub(crate) fn upgrade_failed(&mut self, _dep: &Dep, _upgrade: TimedUpgrade) {}
 }
+
+/// Zero-sized: nothing to undo.
+pub(crate) struct TimedUpgrade;
 
 /// Zero-sized: nothing to release.
 pub(crate) struct Held<'a> {

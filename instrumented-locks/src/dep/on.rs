@@ -224,6 +224,9 @@ impl CondDep {
     }
 }
 
+/// What a timed upgrade keeps to undo itself if it gives up ([`Track::upgrade_timed`]).
+pub(crate) struct TimedUpgrade(Option<lockdep::TimedUpgrade>);
+
 /// A borrowed [`Dep`], for guards that do not borrow the whole lock (mapped guards).
 pub(crate) type DepRef<'a> = &'a Dep;
 
@@ -419,10 +422,33 @@ impl Track {
         }
     }
 
-    /// A timed upgrade that gave up: the lock is the upgradable read it still is.
+    /// [`upgrade`](Self::upgrade) for a timed upgrade, which may give up
+    /// (`lockdep::upgrade_timed`); give what it returns to
+    /// [`upgrade_failed`](Self::upgrade_failed) if it does.
     #[inline]
-    pub(crate) fn upgrade_failed(&mut self, dep: &Dep) {
-        self.set_mode(dep, super::UPGRADABLE);
+    pub(crate) fn upgrade_timed(&mut self, dep: &Dep, site: Site) -> TimedUpgrade {
+        if !self.is_held() {
+            return TimedUpgrade(None);
+        }
+        let undo = lockdep::upgrade_timed(&dep.map, site);
+        self.word = ptr::without_provenance(
+            HELD | mode_code(Mode::Exclusive) << MODE_SHIFT
+                | usize::from(self.subclass()) << SUBCLASS_SHIFT,
+        );
+        TimedUpgrade(Some(undo))
+    }
+
+    /// A timed upgrade that gave up: the lock is the upgradable read it still is, back at its
+    /// place on the held stack with its acquisition site (`lockdep::upgrade_timed_out`).
+    #[inline]
+    pub(crate) fn upgrade_failed(&mut self, dep: &Dep, upgrade: TimedUpgrade) {
+        if let Some(undo) = upgrade.0 {
+            lockdep::upgrade_timed_out(&dep.map, undo);
+            self.word = ptr::without_provenance(
+                HELD | mode_code(super::UPGRADABLE) << MODE_SHIFT
+                    | usize::from(self.subclass()) << SUBCLASS_SHIFT,
+            );
+        }
     }
 }
 

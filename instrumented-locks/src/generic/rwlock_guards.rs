@@ -314,12 +314,12 @@ macro_rules! upgradable_ops {
                 mut s: Self,
                 upgrade: impl FnOnce(&R) -> bool,
             ) -> Result<$Write<$($lt,)? R, T>, Self> {
-                s.track.upgrade(&s.lock.dep, here());
+                let undo = s.track.upgrade_timed(&s.lock.dep, here());
                 if upgrade(s.lock.raw_rwlock()) {
                     let (lock, track) = $Guard::take(s);
                     Ok($Write::new(lock, track))
                 } else {
-                    s.track.upgrade_failed(&s.lock.dep);
+                    s.track.upgrade_failed(&s.lock.dep, undo);
                     Err(s)
                 }
             }
@@ -361,11 +361,11 @@ macro_rules! upgradable_ops {
                 upgrade: impl FnOnce(&R) -> bool,
                 f: F,
             ) -> Option<Ret> {
-                self.track.upgrade(&self.lock.dep, here());
+                let undo = self.track.upgrade_timed(&self.lock.dep, here());
                 if upgrade(self.lock.raw_rwlock()) {
                     Some(self.upgraded(f))
                 } else {
-                    self.track.upgrade_failed(&self.lock.dep);
+                    self.track.upgrade_failed(&self.lock.dep, undo);
                     None
                 }
             }

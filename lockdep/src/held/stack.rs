@@ -748,6 +748,25 @@ impl ThreadState {
         h
     }
 
+    /// Puts `entry` back at index `i` (at most the depth: then on top), the entries from `i`
+    /// up moving up one slot, with new chain keys: the inverse of [`remove`](Self::remove).
+    pub fn insert(&mut self, i: usize, entry: HeldLock) {
+        let next = self.next(entry);
+        self.push(next);
+        let top = self.len() - 1;
+        if i < top {
+            self.edit(|st| {
+                let slots = &st.slots()[..st.len()];
+                let moved = slots[top].load();
+                for j in (i..top).rev() {
+                    slots[j + 1].copy_from(&slots[j]);
+                }
+                slots[i].write(&moved);
+                st.rekey(i);
+            });
+        }
+    }
+
     /// Takes entry `i` (not the top) out: the entries above move down one slot, with new
     /// chain keys, in one write section.
     fn cut(&mut self, i: usize) {
