@@ -523,6 +523,10 @@ pub fn acquire(
 /// thread does not hold gives [`Report::BadUnlockBalance`]; releasing a pinned lock gives
 /// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop,
 /// use [`release_guard`]). No lock taken on the normal path.
+///
+/// Known limit: a thread that holds one lock twice (an rwlock read and upgradable read at
+/// once) releases its topmost entry of the lock, whichever guard went first; when the lower
+/// one goes first, the entry left behind has the other's mode until it is released too.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     if !thread::release_fast(map.instance()) {
