@@ -172,16 +172,7 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
         return false;
     };
     // Only now the rest of the entry: its loads stay off the paths that give up.
-    let p = Plain {
-        instance: map.instance(),
-        class,
-        mode,
-        trylock,
-        subclass,
-        named: map.is_named(),
-        site,
-        name: map.name(),
-    };
+    let p = plain(map, class, subclass, mode, trylock, site);
     let len = top.len();
     if len == 0 {
         // A chain head: nothing to validate.
@@ -200,6 +191,28 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     true
 }
 
+/// An acquisition of `map` as the fast path's pushes take it (no nest_lock).
+#[inline(always)]
+fn plain(
+    map: &LockMap,
+    class: ClassId,
+    subclass: u8,
+    mode: Mode,
+    trylock: bool,
+    site: Site,
+) -> Plain {
+    Plain {
+        instance: map.instance(),
+        class,
+        mode,
+        trylock,
+        subclass,
+        named: map.is_named(),
+        site,
+        name: map.name(),
+    }
+}
+
 /// The held entry of an acquisition of `map` (chain key 0: the stack sets it at the push).
 #[inline(always)]
 fn entry_of(
@@ -212,18 +225,8 @@ fn entry_of(
     site: Site,
 ) -> HeldLock {
     HeldLock {
-        class,
-        instance: map.instance(),
-        name: map.name(),
-        named: map.is_named(),
-        mode,
-        trylock,
-        subclass,
         nest_lock,
-        site,
-        chain_key: 0,
-        pin_count: 0,
-        paired: false,
+        ..plain(map, class, subclass, mode, trylock, site).entry(0)
     }
 }
 

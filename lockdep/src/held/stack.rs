@@ -47,9 +47,10 @@ pub(crate) struct ThreadState {
     /// `cap` is 0).
     base: NonNull<Slot>,
     /// The fast path's room: it pushes only while `len` is below this. The smaller of `cap`
-    /// and the depth limit (counted as `depth` counts it), and 0 while the thread has no
-    /// shared record; kept by [`refresh_room`](Self::refresh_room) at the end of every slow
-    /// path, so that one compare decides what took three tests.
+    /// and the depth limit (counted as `depth` counts it); kept by
+    /// [`refresh_room`](Self::refresh_room) at the end of every slow path, so that one compare
+    /// decides what took two tests. (A thread with no shared record never takes the fast
+    /// path: [`fast_top`](Self::fast_top) needs the record's depth word.)
     room: usize,
     /// While the thread has no record: the number of held entries (the slots below it) in the
     /// low bits and the number of pushes so far above them, as the record's depth word keeps
@@ -127,7 +128,7 @@ impl Plain {
 
     /// Its held entry, with chain key `chain_key`.
     #[inline(always)]
-    fn entry(&self, chain_key: u64) -> HeldLock {
+    pub fn entry(&self, chain_key: u64) -> HeldLock {
         HeldLock {
             class: self.class,
             instance: self.instance,
@@ -367,17 +368,14 @@ impl ThreadState {
         }
     }
 
-    /// Recomputes [`room`](Self::room) from the array, the nest count, the record and the
-    /// depth limit as they are now. Every slow path ends with it (see `with_state`);
-    /// `set_max_depth` sends every thread's next operation to one.
+    /// Recomputes [`room`](Self::room) from the array, the nest count and the depth limit as
+    /// they are now. Every slow path ends with it (see `with_state`); `set_max_depth` sends
+    /// every thread's next operation to one.
     #[inline]
     pub(crate) fn refresh_room(&mut self) {
-        self.room = match self.record {
-            Some(_) => self
-                .cap
-                .min(crate::settings::max_depth().saturating_add(self.nested as usize)),
-            None => 0,
-        };
+        self.room = self
+            .cap
+            .min(crate::settings::max_depth().saturating_add(self.nested as usize));
     }
 
     /// What a fast-path push needs, if the fast path may push: the record and its depth word,
