@@ -698,3 +698,52 @@ fn a_timed_upgrade_that_gives_up_leaves_the_entry_as_it_was() {
     assert!(take().is_empty());
     assert_eq!(held_count(), 0);
 }
+
+/// This thread's held entries: (name, mode, acquiring line), bottom first.
+fn held_now() -> Vec<(Option<&'static str>, lockdep::Mode, u32)> {
+    lockdep::held_locks()
+        .iter()
+        .map(|l| (l.name, l.mode, l.site.line()))
+        .collect()
+}
+
+#[test]
+fn a_guard_of_a_lock_held_twice_releases_its_own_entry() {
+    use lockdep::Mode::{Read, Upgradable};
+    let _h = start();
+    let rw = RwLock::named(0, "TWICE");
+    // Read, then upgradable read (reported: a queued writer would deadlock it), then the read
+    // guard goes first: the upgradable read is what is left.
+    let r = rw.read();
+    let at = line!() + 1;
+    let u = rw.upgradable_read();
+    assert_eq!(take().len(), 1);
+    drop(r);
+    assert_eq!(held_now(), [(Some("TWICE"), Upgradable, at)]);
+    // So a read under it is silent, and its upgrade too.
+    drop(rw.read());
+    let w = RwLockUpgradableReadGuard::upgrade(u);
+    drop(w);
+    assert!(take().is_empty());
+    // Upgradable read, then read, then the upgradable guard goes first: the read is left, and
+    // another read under it is a recursive read, reported.
+    let u = rw.upgradable_read();
+    let at = line!() + 1;
+    let r = rw.read();
+    drop(u);
+    assert_eq!(held_now(), [(Some("TWICE"), Read, at)]);
+    let r2 = rw.read();
+    assert_reports!(Report::RecursiveLocking(_));
+    drop((r2, r));
+    // A downgrade changes the upgradable guard's entry, not the read above it.
+    let u = rw.upgradable_read();
+    let r = rw.read();
+    let r0 = RwLockUpgradableReadGuard::downgrade(u);
+    assert_eq!(
+        held_now().iter().map(|e| e.1).collect::<Vec<_>>(),
+        [Read, Read]
+    );
+    drop((r, r0));
+    assert!(take().is_empty());
+    assert_eq!(held_count(), 0);
+}

@@ -9,7 +9,7 @@
 use std::panic::Location;
 
 use crate::graph_lock::graph_lock;
-use crate::held::HeldLock;
+use crate::held::{Find, HeldLock};
 use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::report::{self, build, AssertKind, LockDesc};
@@ -82,11 +82,31 @@ pub fn assert_none_held() {
 
 /// Changes the mode of a held lock without releasing it, e.g. a write lock downgraded to a
 /// read lock (the kernel's `lock_downgrade()`; parking_lot `RwLockWriteGuard::downgrade`).
-/// Later acquisitions see the new mode. Reports [`AssertKind::NotHeld`] if this thread does
-/// not hold `map`. No lock taken.
+/// Later acquisitions see the new mode. Changes this thread's topmost entry of the lock; a
+/// wrapper whose guard knows the mode it holds calls [`change_held_mode`]. Reports
+/// [`AssertKind::NotHeld`] if this thread does not hold `map`. No lock taken.
 #[track_caller]
 pub fn set_held_mode(map: &LockMap, mode: Mode) {
-    let ok = with_state(|st| match st.find(map.instance()) {
+    set_mode_of(map, Find::any(map.instance()), mode, Location::caller());
+}
+
+/// [`set_held_mode`] of the entry of `map` held in mode `from` (the topmost such, else the
+/// topmost entry of the lock): a thread holding one rwlock twice in two modes changes the
+/// entry of the guard that changes (an upgradable read downgraded to a read, or upgraded by a
+/// successful `try_upgrade`), not whichever is on top. Reports as [`set_held_mode`]. No lock
+/// taken.
+#[track_caller]
+pub fn change_held_mode(map: &LockMap, from: Mode, to: Mode) {
+    set_mode_of(
+        map,
+        Find::in_mode(map.instance(), from),
+        to,
+        Location::caller(),
+    );
+}
+
+fn set_mode_of(map: &LockMap, entry: Find, mode: Mode, site: &'static Location<'static>) {
+    let ok = with_state(|st| match st.find_release(entry) {
         Some(i) => {
             st.set_mode(i, mode);
             true
@@ -94,7 +114,7 @@ pub fn set_held_mode(map: &LockMap, mode: Mode) {
         None => false,
     });
     if ok == Some(false) {
-        fail(AssertKind::NotHeld, map.name(), Location::caller());
+        fail(AssertKind::NotHeld, map.name(), site);
     }
 }
 

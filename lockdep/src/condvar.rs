@@ -12,6 +12,7 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::held::record::CondvarId;
+use crate::held::Find;
 use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::thread;
@@ -83,7 +84,7 @@ impl Default for CondvarMap {
 pub fn condvar_wait(cv: &CondvarMap, site: &'static Location<'static>) {
     if tracking() {
         validate::acquire(&cv.map, 0, Mode::Exclusive, false, None, site);
-        let found = thread::release(cv.map.instance());
+        let found = thread::release(Find::any(cv.map.instance()));
         if found != thread::Release::Released {
             validate::release_slow(&cv.map, found, site);
         }

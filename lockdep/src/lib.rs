@@ -15,9 +15,9 @@
 //! | successful try-lock | the real try-lock, then, only if it succeeded, [`acquire`]`(.., trylock = true, ..)` |
 //! | a blocking lock that gave up (timeout, error) | [`release`]`(map, site)` |
 //! | unlock by an explicit call | [`release`]`(map, site)`, in any order |
-//! | unlock by guard drop | [`release_guard`]`(map)` (or [`release`] with [`guard_drop_site`]), in any order |
+//! | unlock by guard drop | [`release_guard`]`(map)` (or [`release`] with [`guard_drop_site`]), in any order; a guard that knows its mode: [`release_mode`]`(map, mode, guard_drop_site())` |
 //! | condvar wait | [`release`] before waiting, [`acquire`] (not trylock) before re-locking; with condvar tracking, [`condvar_wait`] in between and [`condvar_notify`] on notify; [`condvar_sleep`] just before parking and [`condvar_woken`] once the mutex is re-locked without waiting (a re-lock that waits: [`lock_contended`], [`lock_acquired`]), so that other threads see the sleeper as not holding the mutex |
-//! | write guard downgraded to read (or to upgradable) | [`set_held_mode`]`(map, Mode::Read)` (`Mode::Upgradable`) |
+//! | write guard downgraded to read (or to upgradable) | [`set_held_mode`]`(map, Mode::Read)` (`Mode::Upgradable`); a guard that knows its mode: [`change_held_mode`]`(map, from, to)` |
 //! | blocking upgrade of an upgradable read | [`upgrade`]`(map, site)` **before** it may block |
 //! | successful `try_upgrade` | [`set_held_mode`]`(map, Mode::Exclusive)` |
 //! | a lock the validator must not check | [`LockMap::novalidate`] |
@@ -431,10 +431,12 @@ mod dump;
 
 use std::panic::Location;
 
+use held::Find;
+
 pub use annotate::{
-    assert_held, assert_held_mode, assert_none_held, assert_not_held, detach, held_count,
-    held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade, upgrade_timed,
-    upgrade_timed_out, DetachedLock, TimedUpgrade,
+    assert_held, assert_held_mode, assert_none_held, assert_not_held, change_held_mode, detach,
+    held_count, held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade,
+    upgrade_timed, upgrade_timed_out, DetachedLock, TimedUpgrade,
 };
 pub use class::ClassId;
 pub use condvar::{
@@ -524,14 +526,28 @@ pub fn acquire(
 /// [`Report::AssertionFailed`]; `site` is the location those reports name (for a guard drop,
 /// use [`release_guard`]). No lock taken on the normal path.
 ///
-/// Known limit: a thread that holds one lock twice (an rwlock read and upgradable read at
-/// once) releases its topmost entry of the lock, whichever guard went first; when the lower
-/// one goes first, the entry left behind has the other's mode until it is released too.
+/// A thread that holds one lock twice (an rwlock's read and upgradable read at once) loses
+/// its topmost entry of the lock; a lock wrapper whose guards know their mode calls
+/// [`release_mode`], which takes the guard's own entry whichever guard goes first.
 #[inline]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
-    if !thread::release_fast(map.instance()) {
+    if !thread::release_fast(Find::any(map.instance())) {
         // As in `acquire`: lock_stat's hook is on the slow path only.
-        validate::release_general_counted(map, site);
+        validate::release_general_counted(map, site, None);
+    }
+}
+
+/// [`release`] of the entry of `map` that was acquired (or last set, by [`set_held_mode`],
+/// [`upgrade`] or [`change_held_mode`]) in `mode`: of this thread's entries of the lock, the
+/// topmost one held in `mode`, or the topmost one if none is. This is what a guard's drop
+/// calls: after `r = rw.read(); u = rw.upgradable_read(); drop(r)` the thread still holds the
+/// upgradable read, which a later `rw.read()` may share and `upgrade(u)` may upgrade; with
+/// [`release`], the read would be left behind instead. Reports and cost as [`release`] (the
+/// mode costs nothing on the fast path: it is part of the compared word). Thread-safe.
+#[inline]
+pub fn release_mode(map: &LockMap, mode: Mode, site: &'static Location<'static>) {
+    if !thread::release_fast(Find::in_mode(map.instance(), mode)) {
+        validate::release_general_counted(map, site, Some(mode));
     }
 }
 

@@ -51,6 +51,10 @@ pub struct LockMap {
     named: bool,
 }
 
+// A lock's instance is its map's address: a held entry's slot keeps the entry's mode in the
+// address's two low bits, which this alignment leaves free.
+const _: () = assert!(std::mem::align_of::<LockMap>() >= 4);
+
 /// [`LockMap::flags`]: the lock has instance-order pairs to forget when it is freed.
 const PAIRED: u8 = 1;
 

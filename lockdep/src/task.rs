@@ -67,7 +67,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::annotate;
 use crate::current_task as polled;
 use crate::graph_lock::graph_lock;
-use crate::held::HeldLock;
+use crate::held::{Find, HeldLock};
 use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::report::{self, build};
@@ -582,7 +582,7 @@ pub fn current_task() -> Option<u64> {
 
 /// [`crate::release`] without the facade.
 fn release_here(map: &LockMap, site: &'static Location<'static>) {
-    let found = thread::release(map.instance());
+    let found = thread::release(Find::any(map.instance()));
     if !matches!(found, Release::Released) {
         validate::release_slow(map, found, site);
     }

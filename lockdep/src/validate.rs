@@ -23,7 +23,7 @@ use crate::graph::search::{self, Step};
 use crate::graph::table::ClassNode;
 use crate::graph::{Graph, Trace};
 use crate::graph_lock::{graph_lock, Global, GraphGuard};
-use crate::held::{HeldLock, Plain, ThreadState};
+use crate::held::{Find, HeldLock, Plain, ThreadState};
 use crate::lock_stat;
 use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
@@ -525,21 +525,22 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, mut held: O
 /// See [`crate::release`]: what the fast pop did not do (the lock is not on top, or some
 /// entry is marked or nest-covered). Out of line, called last, so the fast path stays a leaf.
 #[inline(never)]
-pub(crate) fn release_general(map: &LockMap, site: Site) {
-    let found = thread::release(map.instance());
+pub(crate) fn release_general(map: &LockMap, site: Site, mode: Option<Mode>) {
+    let found = thread::release(Find::of(map.instance(), mode));
     if !matches!(found, Release::Released) {
         release_slow(map, found, site);
     }
 }
 
-/// [`release_general`] for [`crate::release`], with lock_stat's hook (the slow path only, as
-/// in [`acquire_counted`]).
+/// [`release_general`] for [`crate::release`] (`mode` `None`) and [`crate::release_mode`],
+/// with lock_stat's hook (the slow path only, as in [`acquire_counted`]). The site comes
+/// before the mode: where the fast path has it, so that the tail call moves no register.
 #[inline(never)]
-pub(crate) fn release_general_counted(map: &LockMap, site: Site) {
+pub(crate) fn release_general_counted(map: &LockMap, site: Site, mode: Option<Mode>) {
     if lock_stat::on() {
         lock_stat::release(map);
     }
-    release_general(map, site);
+    release_general(map, site, mode);
 }
 
 /// See [`crate::release`]: the entry carried marks, or the lock was not held.

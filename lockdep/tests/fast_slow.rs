@@ -61,9 +61,13 @@ enum Op {
     },
     Release {
         map: usize,
+        /// `release_mode` in this mode (held so or not), else `release`.
+        mode: Option<Mode>,
     },
     SetMode {
         map: usize,
+        /// `change_held_mode` from this mode (held so or not), else `set_held_mode`.
+        from: Option<Mode>,
         mode: Mode,
     },
     SetSubclass {
@@ -121,10 +125,14 @@ fn random_op(rng: &mut Rng, w: &World, held: &[usize]) -> Op {
         } else {
             held.len() - 1
         };
-        Op::Release { map: held[k] }
+        Op::Release {
+            map: held[k],
+            mode: (rng.below(2) == 0).then(|| MODES[rng.below(4)]),
+        }
     } else if r < 84 {
         Op::SetMode {
             map: pick(rng),
+            from: (rng.below(2) == 0).then(|| MODES[rng.below(4)]),
             mode: MODES[rng.below(4)],
         }
     } else if r < 86 {
@@ -167,8 +175,21 @@ fn apply(w: &World, op: Op, held: &mut Vec<usize>) {
             site,
             nest,
         } => lockdep::acquire(m(map), subclass, mode, trylock, nest.map(m), w.sites[site]),
-        Op::Release { map } => lockdep::release(m(map), w.sites[0]),
-        Op::SetMode { map, mode } => lockdep::set_held_mode(m(map), mode),
+        Op::Release { map, mode: None } => lockdep::release(m(map), w.sites[0]),
+        Op::Release {
+            map,
+            mode: Some(mode),
+        } => lockdep::release_mode(m(map), mode, w.sites[0]),
+        Op::SetMode {
+            map,
+            from: None,
+            mode,
+        } => lockdep::set_held_mode(m(map), mode),
+        Op::SetMode {
+            map,
+            from: Some(from),
+            mode,
+        } => lockdep::change_held_mode(m(map), from, mode),
         Op::SetSubclass { map, subclass } => lockdep::set_held_subclass(m(map), subclass),
         Op::Pin { map } => lockdep::pin(m(map)),
         Op::Unpin { map } => lockdep::unpin(m(map)),

@@ -216,3 +216,83 @@ fn upgrade_misuse_is_reported() {
     assert_reports!();
     assert_eq!(lockdep::held_count(), 0);
 }
+
+/// This thread's entries of its held locks: (mode, acquiring line), bottom first.
+fn modes_and_lines() -> Vec<(Mode, u32)> {
+    lockdep::held_locks()
+        .iter()
+        .map(|l| (l.mode, l.site.line()))
+        .collect()
+}
+
+#[test]
+fn a_release_in_a_mode_takes_that_entry_of_a_lock_held_twice() {
+    let _h = start();
+    let here = Location::caller();
+    let m = new_lock("R2");
+    // read R; upgradable R (reported: a read under which an upgradable read is taken), then
+    // the read goes first: the upgradable read stays, with its own line.
+    read(m);
+    let at = line!() + 1;
+    upgradable(m);
+    assert_eq!(take().len(), 1);
+    lockdep::release_mode(m, Mode::Read, here);
+    assert_eq!(modes_and_lines(), [(Mode::Upgradable, at)]);
+    // A read under the upgradable read is silent, and so is the upgrade (no read is left).
+    read(m);
+    lockdep::release_mode(m, Mode::Read, here);
+    lockdep::upgrade(m, here);
+    assert_reports!();
+    lockdep::release_mode(m, Mode::Exclusive, here);
+    assert_eq!(lockdep::held_count(), 0);
+
+    // upgradable R; read R (silent), then the upgradable read goes first: the read stays, so
+    // another read of R is a recursive read under a read, reported.
+    upgradable(m);
+    let at = line!() + 1;
+    read(m);
+    lockdep::release_mode(m, Mode::Upgradable, here);
+    assert_eq!(modes_and_lines(), [(Mode::Read, at)]);
+    assert_reports!();
+    read(m);
+    assert_reports!(Report::RecursiveLocking(_));
+    unlock_all(m);
+
+    // A mode the thread does not hold the lock in takes the topmost entry, as `release`.
+    read(m);
+    lockdep::release_mode(m, Mode::Exclusive, here);
+    assert_reports!();
+    assert_eq!(lockdep::held_count(), 0);
+    // And a lock not held at all is a bad unlock balance, as with `release`.
+    lockdep::release_mode(m, Mode::Read, here);
+    assert_reports!(Report::BadUnlockBalance { .. });
+}
+
+#[test]
+fn a_mode_change_from_a_mode_changes_that_entry_of_a_lock_held_twice() {
+    let _h = start();
+    let m = new_lock("R3");
+    upgradable(m);
+    let at_read = line!() + 1;
+    read(m);
+    // The upgradable read, lower on the stack, is downgraded: two reads now.
+    lockdep::change_held_mode(m, Mode::Upgradable, Mode::Read);
+    assert_eq!(
+        modes_and_lines().iter().map(|e| e.0).collect::<Vec<_>>(),
+        [Mode::Read, Mode::Read]
+    );
+    assert_eq!(modes_and_lines()[1], (Mode::Read, at_read));
+    // `set_held_mode` keeps changing the topmost entry.
+    lockdep::set_held_mode(m, Mode::RecursiveRead);
+    assert_eq!(
+        modes_and_lines().iter().map(|e| e.0).collect::<Vec<_>>(),
+        [Mode::Read, Mode::RecursiveRead]
+    );
+    unlock_all(m);
+    assert_reports!();
+    lockdep::change_held_mode(m, Mode::Read, Mode::Exclusive);
+    assert_reports!(Report::AssertionFailed {
+        kind: AssertKind::NotHeld,
+        ..
+    });
+}

@@ -119,6 +119,12 @@ impl Track {
     #[inline(always)]
     pub(crate) fn release(&mut self, _dep: &Dep, _site: Site) {}
     #[inline(always)]
+    pub(crate) fn release_exclusive(&mut self, _dep: &Dep, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn release_upgradable(&mut self, _dep: &Dep, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn release_shared(&mut self, _dep: &Dep, _site: Site) {}
+    #[inline(always)]
     pub(crate) fn suspend(&mut self, _dep: &Dep, _site: Site) -> Track {
         Track
     }

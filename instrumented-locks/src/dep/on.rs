@@ -348,6 +348,38 @@ impl Track {
         }
     }
 
+    /// [`release`](Self::release) by a guard whose every acquisition is exclusive (a mutex's,
+    /// a write guard's): the mode is a constant, not read from the word.
+    #[inline]
+    pub(crate) fn release_exclusive(&mut self, dep: &Dep, site: Site) {
+        self.release_as(dep, Mode::Exclusive, site);
+    }
+
+    /// [`release`](Self::release) by an upgradable read guard (a constant mode).
+    #[inline]
+    pub(crate) fn release_upgradable(&mut self, dep: &Dep, site: Site) {
+        self.release_as(dep, super::UPGRADABLE, site);
+    }
+
+    /// [`release`](Self::release) by a read guard: its word is never a nest lock's (only
+    /// exclusive acquisitions take one), so the mode is its two mode bits, with no test.
+    #[inline]
+    pub(crate) fn release_shared(&mut self, dep: &Dep, site: Site) {
+        debug_assert!(self.bits() & NEST == 0);
+        let mode = code_mode(self.bits() >> MODE_SHIFT);
+        self.release_as(dep, mode, site);
+    }
+
+    /// [`release`](Self::release) of an acquisition the caller knows was made in `mode`.
+    #[inline]
+    fn release_as(&mut self, dep: &Dep, mode: Mode, site: Site) {
+        if self.is_held() {
+            let was = std::mem::replace(self, Track::NONE);
+            debug_assert!(was.mode() == mode);
+            was.release_held_as(dep, mode, site);
+        }
+    }
+
     /// [`release`](Self::release) from a guard's `Drop`, which has no caller location.
     #[inline]
     pub(crate) fn release_on_drop(&mut self, dep: &Dep) {
@@ -358,6 +390,14 @@ impl Track {
 
     #[inline]
     fn release_held(self, dep: &Dep, site: Site) {
+        self.release_held_as(dep, self.mode(), site);
+    }
+
+    /// Releases the held acquisition, made in `mode`: this thread's entry of the lock in
+    /// that mode (`lockdep::release_mode`), so that of two guards of one rwlock held in two
+    /// modes each releases its own.
+    #[inline]
+    fn release_held_as(self, dep: &Dep, mode: Mode, site: Site) {
         // A guard sent to another thread: its entry leaves the acquiring thread's held stack
         // (lockdep applies it there before that thread's next lock operation).
         #[cfg(feature = "send_guard")]
@@ -365,7 +405,7 @@ impl Track {
             lockdep::release_from(self.home, &dep.map);
             return;
         }
-        lockdep_release(&dep.map, site);
+        lockdep_release(&dep.map, mode, site);
     }
 
     /// The first half of a release-and-relock (condvar wait, `unlocked`, `bump`): releases
@@ -400,7 +440,7 @@ impl Track {
     #[inline]
     pub(crate) fn set_mode(&mut self, dep: &Dep, mode: Mode) {
         if self.is_held() {
-            lockdep::set_held_mode(&dep.map, mode);
+            lockdep::change_held_mode(&dep.map, self.mode(), mode);
             self.word = ptr::without_provenance(
                 HELD | mode_code(mode) << MODE_SHIFT
                     | usize::from(self.subclass()) << SUBCLASS_SHIFT,
@@ -492,12 +532,25 @@ fn lockdep_acquire_as<const MODE: usize, const TRY: bool>(map: &LockMap, site: S
     lockdep::acquire(map, 0, code_mode(MODE), TRY, None, site);
 }
 
-/// `lockdep::release`, called, not inlined (as [`lockdep_acquire`]): inlined, it saves a little
-/// on the lock_api rows but makes the std-flavoured guards' drop glue too large to inline
-/// (measured: see BENCHMARKS.md, instrumented-locks).
+/// `lockdep::release_mode`, called, not inlined (as [`lockdep_acquire`]): inlined, it saves a
+/// little on the lock_api rows but makes the std-flavoured guards' drop glue too large to
+/// inline (measured: see BENCHMARKS.md, instrumented-locks). One function per mode, as
+/// [`acquire_plain`]'s: the mode is a constant in the compared word. The guard's mode picks
+/// its own entry when the thread holds the lock twice in two modes.
+#[inline(always)]
+fn lockdep_release(map: &LockMap, mode: Mode, site: Site) {
+    match mode {
+        Mode::Exclusive => lockdep_release_as::<0>(map, site),
+        Mode::Read => lockdep_release_as::<1>(map, site),
+        Mode::RecursiveRead => lockdep_release_as::<2>(map, site),
+        Mode::Upgradable => lockdep_release_as::<3>(map, site),
+    }
+}
+
+/// One of [`lockdep_release`]'s functions: mode `MODE` (its code in [`mode_code`]).
 #[inline(never)]
-fn lockdep_release(map: &LockMap, site: Site) {
-    lockdep::release(map, site);
+fn lockdep_release_as<const MODE: usize>(map: &LockMap, site: Site) {
+    lockdep::release_mode(map, code_mode(MODE), site);
 }
 
 /// The holding of the calling thread, for a guard's `home`; the first call declares to

@@ -168,12 +168,12 @@ guard_core! {
     #[must_use = "if unused the Mutex will immediately unlock"]
     arc ArcMutexGuard, marker (*const (), GuardMarker, R::GuardMarker);
     release: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_exclusive(&lock.dep, site);
         // SAFETY: the guard held the mutex, and is gone.
         unsafe { lock.raw_mutex().unlock() }
     };
     release_fair: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_exclusive(&lock.dep, site);
         // SAFETY: as for `release`.
         unsafe { lock.raw_mutex().unlock_fair() }
     };

@@ -175,7 +175,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         unlock: impl FnOnce(&Inner<R, G, T>),
     ) {
         let outermost = track.is_held();
-        track.release(&self.dep, site);
+        track.release_exclusive(&self.dep, site);
         unlock(&self.inner);
         if !outermost && !self.inner.is_owned_by_current_thread() {
             self.dep.release_own(site);

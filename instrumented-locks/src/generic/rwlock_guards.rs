@@ -23,12 +23,12 @@ guard_core! {
     #[must_use = "if unused the RwLock will immediately unlock"]
     arc ArcRwLockReadGuard, marker (GuardMarker, R::GuardMarker);
     release: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_shared(&lock.dep, site);
         // SAFETY: the guard held the lock shared, and is gone.
         unsafe { lock.raw_rwlock().unlock_shared() }
     };
     release_fair: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_shared(&lock.dep, site);
         // SAFETY: as for `release`.
         unsafe { lock.raw_rwlock().unlock_shared_fair() }
     };
@@ -46,12 +46,12 @@ guard_core! {
     #[must_use = "if unused the RwLock will immediately unlock"]
     arc ArcRwLockWriteGuard, marker (GuardMarker, R::GuardMarker);
     release: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_exclusive(&lock.dep, site);
         // SAFETY: the guard held the lock exclusively, and is gone.
         unsafe { lock.raw_rwlock().unlock_exclusive() }
     };
     release_fair: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_exclusive(&lock.dep, site);
         // SAFETY: as for `release`.
         unsafe { lock.raw_rwlock().unlock_exclusive_fair() }
     };
@@ -69,12 +69,12 @@ guard_core! {
     #[must_use = "if unused the RwLock will immediately unlock"]
     arc ArcRwLockUpgradableReadGuard, marker (GuardMarker, R::GuardMarker);
     release: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_upgradable(&lock.dep, site);
         // SAFETY: the guard held the lock upgradable, and is gone.
         unsafe { lock.raw_rwlock().unlock_upgradable() }
     };
     release_fair: |lock, track, site| {
-        track.release(&lock.dep, site);
+        track.release_upgradable(&lock.dep, site);
         // SAFETY: as for `release`.
         unsafe { lock.raw_rwlock().unlock_upgradable_fair() }
     };

@@ -20,4 +20,4 @@ mod stack;
 
 pub(crate) use entry::HeldLock;
 pub use record::Holder;
-pub(crate) use stack::{Left, Plain, ThreadState};
+pub(crate) use stack::{Find, Left, Plain, ThreadState};

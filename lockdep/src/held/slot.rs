@@ -6,8 +6,11 @@
 //! inside a read section of the record's sequence counter (see [`record`](super::record)),
 //! which tells it whether what it read is consistent; it trusts nothing before that.
 //!
+//! The first word is the instance with the entry's mode in its two low bits (see [`tagged`]),
+//! so that one compare finds an instance's entry in a given mode.
+//!
 //! Fields fall in two groups:
-//! - **shown to other threads**: the instance, the class, the `meta` word's mode, trylock,
+//! - **shown to other threads**: the instance and mode, the class, the `meta` word's mode, trylock,
 //!   named and subclass bits and the name's length, the site and the name's address. The
 //!   owner changes them only by a push (after moving the counter) or inside a write section.
 //! - **the owner's alone**: the chain key, the nest_lock, the fast path's memo, and `meta`'s
@@ -37,10 +40,34 @@ const SHOWN: u64 = !(PAIRED | PIN_MASK | LEFT_NESTED);
 /// has) set.
 const MEMO: u64 = 1 << 63;
 
+/// The low bits of a slot's first word that hold the entry's mode (see [`tagged`]).
+pub(crate) const MODE_BITS: usize = 0b11;
+
+/// The code of `mode` in a slot's first word and in `meta` (bits 0..2).
+#[inline(always)]
+pub(crate) const fn mode_code(mode: Mode) -> usize {
+    match mode {
+        Mode::Exclusive => 0,
+        Mode::Read => 1,
+        Mode::RecursiveRead => 2,
+        Mode::Upgradable => 3,
+    }
+}
+
+/// A slot's first word for an entry of lock instance `instance` (a `LockMap`'s address, so
+/// its two low bits are zero: the map module asserts its alignment) held in `mode`: the instance with the mode's code in those
+/// bits. A release that knows its guard's mode compares this one word to find its own entry
+/// when the thread holds the lock twice in two modes (an rwlock's read and upgradable read).
+#[inline(always)]
+pub(crate) const fn tagged(instance: usize, mode: Mode) -> usize {
+    instance | mode_code(mode)
+}
+
 /// One held lock in a thread's stack. Eight words, one cache line.
 #[derive(Default)]
 #[repr(align(64))]
 pub(crate) struct Slot {
+    /// The instance and the mode: see [`tagged`].
     instance: AtomicUsize,
     class: AtomicU64,
     meta: AtomicU64,
@@ -59,6 +86,7 @@ pub(crate) struct Slot {
 /// The shown part of a slot, read racily: checked by a read section before it is trusted.
 #[derive(Clone, Copy)]
 pub(crate) struct RawSlot {
+    /// As [`Slot::instance`]'s word: the instance and the mode (see [`tagged`]).
     instance: usize,
     class: u64,
     meta: u64,
@@ -93,12 +121,7 @@ pub(crate) fn shown_meta(
     subclass: u8,
     name: &'static str,
 ) -> u64 {
-    let mode = match mode {
-        Mode::Exclusive => 0,
-        Mode::Read => 1,
-        Mode::RecursiveRead => 2,
-        Mode::Upgradable => 3,
-    };
+    let mode = mode_code(mode) as u64;
     let len = name.len().min(u32::MAX as usize) as u64;
     mode | u64::from(trylock) << 2 | u64::from(named) << 3 | u64::from(subclass) << 8 | len << 32
 }
@@ -120,7 +143,7 @@ impl Words {
     #[inline(always)]
     pub fn of(h: &HeldLock) -> Words {
         Words {
-            instance: h.instance,
+            instance: tagged(h.instance, h.mode),
             class: h.class.to_bits(),
             meta: meta_of(h),
             site: h.site,
@@ -197,7 +220,8 @@ impl Slot {
             && self.shows_plain(instance, meta, site, name)
     }
 
-    /// The shown words every shortcut compares: the instance, `meta`, site and name.
+    /// The shown words every shortcut compares: the instance, `meta`, site and name. The
+    /// first word's mode bits are not compared: `meta` holds the same mode.
     #[inline(always)]
     fn shows_plain(
         &self,
@@ -207,7 +231,17 @@ impl Slot {
         name: &'static str,
     ) -> bool {
         // Relaxed (every load): the owner reads back its own stores.
-        self.instance.load(Ordering::Relaxed) == instance
+        let first = self.instance.load(Ordering::Relaxed);
+        // The first word is `instance` up to its mode bits, which `meta`'s compare checks.
+        // An exclusive entry's (the usual mode, and a constant on the fast path: the branch
+        // folds) is `instance` itself; another's is compared with an xor, which needs no
+        // register for the tagged word.
+        let same_instance = if meta & MODE_BITS as u64 == 0 {
+            first == instance
+        } else {
+            first ^ instance <= MODE_BITS
+        };
+        same_instance
             && self.meta.load(Ordering::Relaxed) == meta
             && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
             && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
@@ -286,6 +320,12 @@ impl Slot {
     /// The instance (the owner).
     #[inline(always)]
     pub fn instance(&self) -> usize {
+        self.tagged() & !MODE_BITS
+    }
+
+    /// The instance with the entry's mode: see [`tagged`] (the owner).
+    #[inline(always)]
+    pub fn tagged(&self) -> usize {
         // Relaxed: the owner reads back its own store.
         self.instance.load(Ordering::Relaxed)
     }
@@ -393,9 +433,9 @@ impl Slot {
 }
 
 impl RawSlot {
-    /// The instance this copy names (a plain number: no decoding needed).
+    /// The instance this copy names (no decoding needed but the mode bits' mask).
     pub fn instance(&self) -> usize {
-        self.instance
+        self.instance & !MODE_BITS
     }
 
     /// Whether the slot was ever written (a fresh slot has null pointers).
@@ -428,7 +468,7 @@ impl RawSlot {
             )
         };
         Shown {
-            instance: self.instance,
+            instance: self.instance(),
             class: ClassId::from_bits(self.class),
             mode: match self.meta & 3 {
                 0 => Mode::Exclusive,

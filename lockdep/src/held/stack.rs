@@ -100,6 +100,58 @@ impl FastTop {
     }
 }
 
+/// Which held entry a release takes: the topmost of a lock instance, in a given mode or in
+/// any. A thread may hold one rwlock twice in two modes (a read and an upgradable read); a
+/// guard's release that names its mode takes its own entry, whichever of the two goes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Find {
+    /// A slot's first word as [`slot::tagged`] makes it (the mode bits are 0 for any mode).
+    word: usize,
+    /// The bits of a slot's first word that must equal `word`'s.
+    mask: usize,
+}
+
+impl Find {
+    /// The topmost entry of `instance`, in any mode.
+    #[inline(always)]
+    pub const fn any(instance: usize) -> Find {
+        Find {
+            word: instance,
+            mask: !slot::MODE_BITS,
+        }
+    }
+
+    /// The topmost entry of `instance` held in `mode`.
+    #[inline(always)]
+    pub const fn in_mode(instance: usize, mode: Mode) -> Find {
+        Find {
+            word: slot::tagged(instance, mode),
+            mask: !0,
+        }
+    }
+
+    /// [`in_mode`](Self::in_mode) if `mode` is given, else [`any`](Self::any).
+    #[inline(always)]
+    pub const fn of(instance: usize, mode: Option<Mode>) -> Find {
+        match mode {
+            Some(mode) => Find::in_mode(instance, mode),
+            None => Find::any(instance),
+        }
+    }
+
+    /// The lock instance.
+    #[inline(always)]
+    pub const fn instance(self) -> usize {
+        self.word & !slot::MODE_BITS
+    }
+
+    /// Whether `s` holds an entry this release may take (the owner).
+    #[inline(always)]
+    fn matches(self, s: &Slot) -> bool {
+        s.tagged() & self.mask == self.word
+    }
+}
+
 /// A plain acquisition (no nest_lock, no pin, not paired), as the fast path's pushes take it.
 #[derive(Clone, Copy)]
 pub(crate) struct Plain {
@@ -461,6 +513,16 @@ impl ThreadState {
             .rposition(|s| s.instance() == instance)
     }
 
+    /// Index of the entry `release` names: the topmost of its instance in its mode if it
+    /// gives one and the thread has such an entry, else the topmost of its instance.
+    #[inline]
+    pub fn find_release(&self, release: Find) -> Option<usize> {
+        let held = &self.slots()[..self.len()];
+        held.iter()
+            .rposition(|s| release.matches(s))
+            .or_else(|| self.find(release.instance()))
+    }
+
     /// The depth word: the record's while the thread has one, else
     /// [`len_word`](Self::len_word).
     #[inline(always)]
@@ -637,11 +699,11 @@ impl ThreadState {
         entry
     }
 
-    /// The whole of the usual release: pops the top entry if it is `instance`'s, the thread
-    /// has a record (the stack of one without is left to the general path) and no held
-    /// entry carries a mark or a nest_lock; false (and nothing changes) otherwise.
+    /// The whole of the usual release: pops the top entry if it is the one `release` names,
+    /// the thread has a record (the stack of one without is left to the general path) and no
+    /// held entry carries a mark or a nest_lock; false (and nothing changes) otherwise.
     #[inline(always)]
-    pub fn pop_plain(&mut self, instance: usize) -> bool {
+    pub fn pop_plain(&mut self, release: Find) -> bool {
         let Some(r) = self.record else {
             return false;
         };
@@ -649,7 +711,7 @@ impl ThreadState {
         let len = record::depth_of(word);
         // One test of the two counters: anything unusual goes the general way.
         if len == 0
-            || self.top_slot(len - 1).instance() != instance
+            || !release.matches(self.top_slot(len - 1))
             || (self.marks | self.nested) != 0
             || r.is_unusual()
         {
@@ -880,8 +942,19 @@ mod tests {
     use super::*;
     use crate::limits::MAX_CLASSES;
 
-    fn entry(instance: usize) -> HeldLock {
-        HeldLock::for_test(instance)
+    /// Lock instance number `n`: a map's address has its low bits free for a slot's mode
+    /// bits, so test instances are multiples of 8 too.
+    const fn inst(n: usize) -> usize {
+        n << 3
+    }
+
+    /// The number of lock instance `instance` (see [`inst`]).
+    const fn num(instance: usize) -> usize {
+        instance >> 3
+    }
+
+    fn entry(n: usize) -> HeldLock {
+        HeldLock::for_test(inst(n))
     }
 
     fn push(st: &mut ThreadState, e: HeldLock) {
@@ -931,7 +1004,7 @@ mod tests {
         assert_eq!(keys(&st), fresh_keys(&st));
         assert_eq!(st.top_key(), *keys(&st).last().unwrap());
         let removed = st.remove(0);
-        assert_eq!(removed.instance, 1);
+        assert_eq!(removed.instance, inst(1));
         assert_eq!(keys(&st), fresh_keys(&st));
     }
 
@@ -1031,11 +1104,11 @@ mod tests {
     /// The instances the record shows, bottom first.
     fn shown(r: &'static Record) -> Vec<usize> {
         let snap = r.snapshot(false).expect("the record is owned");
-        snap.entries().map(|e| e.instance).collect()
+        snap.entries().map(|e| num(e.instance)).collect()
     }
 
     fn instances(st: &ThreadState) -> Vec<usize> {
-        st.entries().iter().map(|e| e.instance).collect()
+        st.entries().iter().map(|e| num(e.instance)).collect()
     }
 
     #[test]
@@ -1050,7 +1123,7 @@ mod tests {
         assert_eq!(keys(&st), fresh_keys(&st));
         st.release_at(10);
         st.set_mode(3, Mode::Read);
-        assert_eq!(st.remove(0).instance, 1);
+        assert_eq!(st.remove(0).instance, inst(1));
         assert_eq!(shown(r), instances(&st));
         assert_eq!(keys(&st), fresh_keys(&st));
         let snap = r.snapshot(false).unwrap();
@@ -1143,10 +1216,11 @@ mod tests {
                 if let Some(snap) = r.snapshot(false) {
                     let mut last = 0;
                     for e in snap.entries() {
-                        assert!(e.instance > last, "instances rise");
-                        assert_eq!(e.class, ClassId::new((e.instance % MAX_CLASSES) as u32, 1));
-                        assert_eq!(e.name, NAMES[e.instance % 3]);
-                        last = e.instance;
+                        let i = num(e.instance);
+                        assert!(i > last, "instances rise");
+                        assert_eq!(e.class, ClassId::new((i % MAX_CLASSES) as u32, 1));
+                        assert_eq!(e.name, NAMES[i % 3]);
+                        last = i;
                     }
                     seen += 1;
                     // Relaxed: a progress count for the owner's loop bound.

@@ -5,7 +5,7 @@ use std::panic::Location;
 use super::local::with_state;
 use crate::class::ClassId;
 use crate::graph_lock::graph_lock;
-use crate::held::Left;
+use crate::held::{Find, Left};
 use crate::report::{self, build, AssertKind, Report};
 
 /// What a release found.
@@ -25,23 +25,24 @@ pub(crate) enum Release {
     },
 }
 
-/// The usual release, with no call: pops the top entry if it is `instance`'s and nothing on
-/// the stack is marked or nest-covered (see `ThreadState::pop_plain`). False if nothing
-/// changed: then [`release`] does the general work.
+/// The usual release, with no call: pops the top entry if it is the one `release` names and
+/// nothing on the stack is marked or nest-covered (see `ThreadState::pop_plain`). False if
+/// nothing changed: then [`release`] does the general work.
 #[inline(always)]
-pub(crate) fn release_fast(instance: usize) -> bool {
+pub(crate) fn release_fast(release: Find) -> bool {
     // SAFETY: used only here, and `pop_plain` makes no call that can reach the state.
     match unsafe { super::local::state_fast() } {
-        Some(st) => st.pop_plain(instance),
+        Some(st) => st.pop_plain(release),
         None => false,
     }
 }
 
-/// Takes the topmost entry of lock instance `instance` off this thread's stack. No lock taken;
-/// small return values only.
+/// Takes the entry `release` names (the topmost of its lock instance, in its mode if it has
+/// one and the thread holds the lock so) off this thread's stack. No lock taken; small return
+/// values only.
 #[inline]
-pub(crate) fn release(instance: usize) -> Release {
-    with_state(|st| match st.find(instance) {
+pub(crate) fn release(release: Find) -> Release {
+    with_state(|st| match st.find_release(release) {
         None => Release::NotHeld,
         Some(i) => {
             // Only if some entry carries a mark (rare) can this one, and a pinned entry's
