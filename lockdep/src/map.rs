@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use crate::class::{name, ClassCache, ClassId, KeyRef, StaticKey, TypeName};
 use crate::graph_lock::graph_lock;
+use crate::held::slot;
 use crate::keys::{DynamicKey, LockClassKey};
 use crate::report::KeyMisuse;
 use crate::thread;
@@ -36,20 +37,34 @@ use crate::thread;
 ///
 /// Size: 64 bytes on 64-bit targets, one cache line: the key (24 bytes: a construction site
 /// plus a pointer to the protected type's `type_name`, or a dynamic key's address and serial),
-/// the name or kind (16), the class cache (16), and a flags byte (whether the lock ever nested
+/// the name or kind (16: its address, and its length with whether it is a name, kept as a held
+/// entry shows them), the class cache (16), and a flags byte (whether the lock ever nested
 /// with another instance of its class, so that dropping a lock that never did costs what it
 /// did before) padded to the 8-byte alignment. `Send + Sync`.
 pub struct LockMap {
     key: KeyRef,
-    /// The map's name or, if it has none, its kind ("Mutex", "RwLock", ...).
-    label: &'static str,
+    /// The first byte of the map's name or, if it has none, its kind ("Mutex", "RwLock",
+    /// ...): a `&'static str` of `label_meta`'s length.
+    label: *const u8,
+    /// The label's share of a held entry's `meta` word (`held::slot::name_meta`): its length
+    /// and whether it is a name (else a kind), made once here so that the fast path only
+    /// loads it.
+    label_meta: u64,
     /// The class ids of subclass 0 and of the last other subclass used.
     cache: ClassCache,
     /// [`PAIRED`] once an instance pair of this lock was recorded.
     flags: AtomicU8,
-    /// Whether `label` is a name (else a kind).
-    named: bool,
 }
+
+// SAFETY: `label` points into a `&'static str` (immutable, shared by every thread); the other
+// fields are `Send + Sync` themselves.
+unsafe impl Send for LockMap {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for LockMap {}
+
+// One cache line (see the type's docs).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<LockMap>() == 64);
 
 // A lock's instance is its map's address: a held entry's slot keeps the entry's mode in the
 // address's two low bits, which this alignment leaves free.
@@ -62,20 +77,25 @@ impl std::fmt::Debug for LockMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockMap")
             .field("name", &self.name_if_any())
-            .field("label", &self.label)
+            .field("label", &self.name())
             .field("key", &self.key)
             .finish()
     }
 }
 
 impl LockMap {
+    /// Panics if `label` is 4 GiB long or longer (a `meta` word holds its length in 32 bits).
     const fn from_key(label: &'static str, named: bool, key: KeyRef) -> LockMap {
+        assert!(
+            label.len() <= u32::MAX as usize,
+            "a lock's name must be shorter than 4 GiB"
+        );
         LockMap {
             key,
-            label,
+            label: label.as_ptr(),
+            label_meta: slot::name_meta(named, label),
             cache: ClassCache::new(),
             flags: AtomicU8::new(0),
-            named,
         }
     }
 
@@ -172,38 +192,53 @@ impl LockMap {
     /// Moves the map to the class of a static key (the kernel's `lockdep_set_class()`).
     /// Needs `&mut`, so it cannot race with an acquisition.
     pub fn set_key(&mut self, key: &'static LockClassKey) {
-        *self = LockMap::with_key(self.label, key);
+        *self = LockMap::with_key(self.name(), key);
     }
 
     /// Moves the map to the classes of a dynamic key.
     #[track_caller]
     pub fn set_dynamic_key(&mut self, key: &DynamicKey) {
-        *self = LockMap::with_dynamic_key(self.label, key);
+        *self = LockMap::with_dynamic_key(self.name(), key);
     }
 
     /// The map's name or, for an unnamed map ([`of_type`](Self::of_type)), its kind. A named
     /// map names its class when it is the one that creates it.
+    ///
+    /// Constructors panic on a name 4 GiB long or longer.
     #[inline]
     pub fn name(&self) -> &'static str {
-        self.label
+        // SAFETY: `label` and the length in `label_meta` are those of one `&'static str`
+        // (`from_key`, which also checked that the length fits in the meta word uncut).
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                self.label,
+                slot::name_len(self.label_meta),
+            ))
+        }
     }
 
     /// True if the map was given a name (not only a kind).
     #[inline]
     pub fn is_named(&self) -> bool {
-        self.named
+        slot::is_named(self.label_meta)
+    }
+
+    /// The name's bits of a held entry's `meta` word (see `held::slot::name_meta`).
+    #[inline]
+    pub(crate) fn name_meta(&self) -> u64 {
+        self.label_meta
     }
 
     /// The name, if the map has one.
     pub(crate) fn name_if_any(&self) -> Option<&'static str> {
-        self.named.then_some(self.label)
+        self.is_named().then(|| self.name())
     }
 
     /// The name this map's class gets if this map creates it: its own name, or, unnamed, its
     /// kind, protected type and construction site (`Mutex<u64>@src/bank.rs:12`). Allocates for
     /// an unnamed map; reports get the name from the class without allocating again.
     pub fn class_name(&self) -> String {
-        name::class_name(self.label, self.named, self.key).into_owned()
+        name::class_name(self.name(), self.is_named(), self.key).into_owned()
     }
 
     /// Re-initialises the map in place (the kernel's `lockdep_init_map()` on a live lock):

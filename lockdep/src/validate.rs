@@ -210,6 +210,7 @@ fn plain(
         named: map.is_named(),
         site,
         name: map.name(),
+        name_meta: map.name_meta(),
     }
 }
 

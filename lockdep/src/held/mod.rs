@@ -15,7 +15,7 @@
 
 mod entry;
 pub(crate) mod record;
-mod slot;
+pub(crate) mod slot;
 mod stack;
 
 pub(crate) use entry::HeldLock;

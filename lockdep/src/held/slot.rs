@@ -121,9 +121,38 @@ pub(crate) fn shown_meta(
     subclass: u8,
     name: &'static str,
 ) -> u64 {
-    let mode = mode_code(mode) as u64;
-    let len = name.len().min(u32::MAX as usize) as u64;
-    mode | u64::from(trylock) << 2 | u64::from(named) << 3 | u64::from(subclass) << 8 | len << 32
+    acquisition_meta(mode, trylock, subclass) | name_meta(named, name)
+}
+
+/// The `meta` bits of an acquisition's own facts: its mode, trylock flag and subclass.
+#[inline(always)]
+pub(crate) const fn acquisition_meta(mode: Mode, trylock: bool, subclass: u8) -> u64 {
+    mode_code(mode) as u64 | (trylock as u64) << 2 | (subclass as u64) << 8
+}
+
+/// The `meta` bits of the lock's name: whether it is one (else a kind) and its length (cut at
+/// 4 GiB). A lock map keeps them made (`LockMap::name_meta`), so that the fast path
+/// computes nothing for them.
+#[inline(always)]
+pub(crate) const fn name_meta(named: bool, name: &str) -> u64 {
+    let len = if name.len() > u32::MAX as usize {
+        u32::MAX as u64
+    } else {
+        name.len() as u64
+    };
+    (named as u64) << 3 | len << 32
+}
+
+/// The name's length that [`name_meta`] holds.
+#[inline(always)]
+pub(crate) const fn name_len(name_meta: u64) -> usize {
+    (name_meta >> 32) as usize
+}
+
+/// Whether the name of [`name_meta`] is one (else a kind).
+#[inline(always)]
+pub(crate) const fn is_named(name_meta: u64) -> bool {
+    name_meta & 8 != 0
 }
 
 /// An entry's seven words (all but the memo), computed once for a push (compared, then stored).
@@ -138,7 +167,37 @@ pub(crate) struct Words {
     nest_lock: usize,
 }
 
+/// The shown words of a plain acquisition (no nest_lock, no pin, not paired) that the fast
+/// path's shortcuts compare a slot with ([`Slot::holds_head`], [`Slot::holds_memo`],
+/// [`Slot::holds_fast`]).
+#[derive(Clone, Copy)]
+pub(crate) struct PlainWords {
+    /// The lock instance, without mode bits.
+    pub instance: usize,
+    /// The acquisition's mode (also in `meta`).
+    pub mode: Mode,
+    /// As [`shown_meta`] makes it.
+    pub meta: u64,
+    pub site: *const Location<'static>,
+    pub name_ptr: *const u8,
+}
+
 impl Words {
+    /// The words of the plain entry `p` of class `class`, chain key `chain_key` (no
+    /// nest_lock, no pin, not paired): the fast path's rewrite, from what it compared.
+    #[inline(always)]
+    pub fn plain(p: &PlainWords, class: ClassId, chain_key: u64) -> Words {
+        Words {
+            instance: tagged(p.instance, p.mode),
+            class: class.to_bits(),
+            meta: p.meta,
+            site: p.site,
+            name_ptr: p.name_ptr,
+            chain_key,
+            nest_lock: 0,
+        }
+    }
+
     /// The words of `h`.
     #[inline(always)]
     pub fn of(h: &HeldLock) -> Words {
@@ -207,44 +266,29 @@ impl Slot {
     /// chain cache already trusts): an equal chain key over the same stack below means the
     /// same class (hence subclass), mode, trylock flag and no nest_lock.
     #[inline(always)]
-    pub fn holds_fast(
-        &self,
-        instance: usize,
-        chain_key: u64,
-        meta: u64,
-        site: *const Location<'static>,
-        name: &'static str,
-    ) -> bool {
+    pub fn holds_fast(&self, chain_key: u64, p: &PlainWords) -> bool {
         // Relaxed: the owner reads back its own store.
-        self.chain_key.load(Ordering::Relaxed) == chain_key
-            && self.shows_plain(instance, meta, site, name)
+        self.chain_key.load(Ordering::Relaxed) == chain_key && self.shows_plain(p)
     }
 
     /// The shown words every shortcut compares: the instance, `meta`, site and name. The
-    /// first word's mode bits are not compared: `meta` holds the same mode.
+    /// first word's mode bits are `meta`'s, which is compared whole.
     #[inline(always)]
-    fn shows_plain(
-        &self,
-        instance: usize,
-        meta: u64,
-        site: *const Location<'static>,
-        name: &'static str,
-    ) -> bool {
+    fn shows_plain(&self, p: &PlainWords) -> bool {
         // Relaxed (every load): the owner reads back its own stores.
         let first = self.instance.load(Ordering::Relaxed);
-        // The first word is `instance` up to its mode bits, which `meta`'s compare checks.
-        // An exclusive entry's (the usual mode, and a constant on the fast path: the branch
-        // folds) is `instance` itself; another's is compared with an xor, which needs no
-        // register for the tagged word.
-        let same_instance = if meta & MODE_BITS as u64 == 0 {
-            first == instance
+        // An exclusive entry's first word (the usual mode, and a constant on the fast path:
+        // the branch folds) is the instance itself; another's is compared up to its mode bits
+        // with an xor, which needs no register for the tagged word.
+        let same_instance = if p.mode == Mode::Exclusive {
+            first == p.instance
         } else {
-            first ^ instance <= MODE_BITS
+            first ^ p.instance <= MODE_BITS
         };
         same_instance
-            && self.meta.load(Ordering::Relaxed) == meta
-            && std::ptr::eq(self.site.load(Ordering::Relaxed), site)
-            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), name.as_ptr())
+            && self.meta.load(Ordering::Relaxed) == p.meta
+            && std::ptr::eq(self.site.load(Ordering::Relaxed), p.site)
+            && std::ptr::eq(self.name_ptr.load(Ordering::Relaxed), p.name_ptr)
     }
 
     /// [`holds`](Self::holds) for the fast path's push of a plain chain head (the bottom
@@ -254,17 +298,9 @@ impl Slot {
     /// and its chain key is the plain head's (a function of the class, mode and trylock
     /// flag). No chain key is computed unless the slot must be rewritten.
     #[inline(always)]
-    pub fn holds_head(
-        &self,
-        instance: usize,
-        class: ClassId,
-        meta: u64,
-        site: *const Location<'static>,
-        name: &'static str,
-    ) -> bool {
+    pub fn holds_head(&self, class: ClassId, p: &PlainWords) -> bool {
         // Relaxed: the owner reads back its own store.
-        self.class.load(Ordering::Relaxed) == class.to_bits()
-            && self.shows_plain(instance, meta, site, name)
+        self.class.load(Ordering::Relaxed) == class.to_bits() && self.shows_plain(p)
     }
 
     /// Whether the fast path's push of an entry over a non-empty stack, whose chain key below
@@ -277,18 +313,9 @@ impl Slot {
     /// compare rules out pins and paired marks. Neither the chain key nor the chain cache is
     /// looked at.
     #[inline(always)]
-    pub fn holds_memo(
-        &self,
-        below: u64,
-        instance: usize,
-        class: ClassId,
-        meta: u64,
-        site: *const Location<'static>,
-        name: &'static str,
-    ) -> bool {
+    pub fn holds_memo(&self, below: u64, class: ClassId, p: &PlainWords) -> bool {
         // Relaxed: the owner's field.
-        self.memo.load(Ordering::Relaxed) == below | MEMO
-            && self.holds_head(instance, class, meta, site, name)
+        self.memo.load(Ordering::Relaxed) == below | MEMO && self.holds_head(class, p)
     }
 
     /// Copies every field of `from` (the owner, inside a write section or on private slots).
@@ -502,7 +529,17 @@ mod tests {
 
     fn holds_memo(s: &Slot, h: &HeldLock, below: u64) -> bool {
         let meta = shown_meta(h.mode, h.trylock, h.named, h.subclass, h.name);
-        s.holds_memo(below, h.instance, h.class, meta, h.site, h.name)
+        s.holds_memo(
+            below,
+            h.class,
+            &PlainWords {
+                instance: h.instance,
+                mode: h.mode,
+                meta,
+                site: h.site,
+                name_ptr: h.name.as_ptr(),
+            },
+        )
     }
 
     /// The memo vouches only for the chain key below it was set over, and every store of

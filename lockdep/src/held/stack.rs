@@ -163,19 +163,29 @@ pub(crate) struct Plain {
     pub named: bool,
     pub site: &'static std::panic::Location<'static>,
     pub name: &'static str,
+    /// `slot::name_meta(named, name)`, as the lock map keeps it made.
+    pub name_meta: u64,
 }
 
 impl Plain {
-    /// Its slot's `meta` word.
+    /// Its slot's `meta` word: the acquisition's bits (constants on the fast path) and the
+    /// map's name bits, made when the map was.
     #[inline(always)]
     fn meta(&self) -> u64 {
-        slot::shown_meta(
-            self.mode,
-            self.trylock,
-            self.named,
-            self.subclass,
-            self.name,
-        )
+        debug_assert_eq!(self.name_meta, slot::name_meta(self.named, self.name));
+        slot::acquisition_meta(self.mode, self.trylock, self.subclass) | self.name_meta
+    }
+
+    /// The shown words the fast path's shortcuts compare.
+    #[inline(always)]
+    fn words(&self) -> slot::PlainWords {
+        slot::PlainWords {
+            instance: self.instance,
+            mode: self.mode,
+            meta: self.meta(),
+            site: self.site,
+            name_ptr: self.name.as_ptr(),
+        }
     }
 
     /// Its held entry, with chain key `chain_key`.
@@ -642,9 +652,9 @@ impl ThreadState {
         let FastTop { r, word } = top;
         debug_assert_eq!(record::depth_of(word), 0);
         let slot = self.top_slot_in_room(0);
-        if !slot.holds_head(p.instance, p.class, p.meta(), p.site, p.name) {
+        if !slot.holds_head(p.class, &p.words()) {
             let key = HeldLock::chain_key_of(0, p.class, p.mode, p.trylock, 0);
-            rewrite(slot, r, &Words::of(&p.entry(key)));
+            rewrite(slot, r, &Words::plain(&p.words(), p.class, key));
         }
         r.store_len(record::pushed_word(word));
     }
@@ -657,7 +667,7 @@ impl ThreadState {
     pub fn push_memo_fast(&mut self, top: FastTop, below: u64, p: &Plain) -> bool {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
-        if !slot.holds_memo(below, p.instance, p.class, p.meta(), p.site, p.name) {
+        if !slot.holds_memo(below, p.class, &p.words()) {
             return false;
         }
         r.store_len(record::pushed_word(word));
@@ -673,8 +683,8 @@ impl ThreadState {
     pub fn push_fast(&mut self, top: FastTop, below: u64, key: u64, p: &Plain) {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
-        if !slot.holds_fast(p.instance, key, p.meta(), p.site, p.name) {
-            rewrite(slot, r, &Words::of(&p.entry(key)));
+        if !slot.holds_fast(key, &p.words()) {
+            rewrite(slot, r, &Words::plain(&p.words(), p.class, key));
         }
         slot.set_memo(below);
         r.store_len(record::pushed_word(word));
