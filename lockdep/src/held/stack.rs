@@ -60,12 +60,9 @@ pub(crate) struct ThreadState {
     /// The record whose slots hold the stack (claimed at the first push; `None` before, or
     /// past the record limit).
     record: Option<&'static Record>,
-    /// Sum of the held entries' pin counts plus the number of entries marked `paired`, so a
-    /// release need not read the entry when nothing is pinned or paired (the usual case).
-    marks: u32,
-    /// Number of held entries taken under a nest_lock. They do not count against the depth
-    /// limit (the kernel folds them into one entry).
-    nested: u32,
+    /// The marks and the nested count (see [`Counts`]), in one word that the fast pop tests
+    /// with one compare.
+    counts: Counts,
     /// The number of slots at `base`.
     cap: usize,
     /// The private slots, while the thread has no record (empty otherwise).
@@ -97,6 +94,44 @@ impl FastTop {
     #[inline(always)]
     pub fn len(self) -> usize {
         record::depth_of(self.word)
+    }
+}
+
+/// A stack's two counters, in one word (so that the fast pop tests both with one compare):
+/// in the low half, the sum of the held entries' pin counts plus the number of entries marked
+/// `paired`, so that a release need not read the entry when nothing is pinned or paired (the
+/// usual case); in the high half, the number of held entries taken under a nest_lock, which
+/// do not count against the depth limit (the kernel folds them into one entry).
+#[derive(Clone, Copy, Debug)]
+struct Counts(u64);
+
+impl Counts {
+    /// The pin counts plus the paired marks.
+    #[inline(always)]
+    fn marks(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The entries taken under a nest_lock.
+    #[inline(always)]
+    fn nested(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    #[inline(always)]
+    fn set_marks(&mut self, marks: u32) {
+        self.0 = self.0 & !u64::from(u32::MAX) | u64::from(marks);
+    }
+
+    #[inline(always)]
+    fn set_nested(&mut self, nested: u32) {
+        self.0 = self.0 & u64::from(u32::MAX) | u64::from(nested) << 32;
+    }
+
+    /// Whether either counter is non-zero.
+    #[inline(always)]
+    fn any(self) -> bool {
+        self.0 != 0
     }
 }
 
@@ -297,8 +332,7 @@ impl ThreadState {
             room: 0,
             len_word: 0,
             own: Vec::new(),
-            marks: 0,
-            nested: 0,
+            counts: Counts(0),
             cache: LocalCache::new(),
             pairs: PairCache::new(),
             identity: OnceCell::new(),
@@ -437,7 +471,7 @@ impl ThreadState {
     pub(crate) fn refresh_room(&mut self) {
         self.room = self
             .cap
-            .min(crate::settings::max_depth().saturating_add(self.nested as usize));
+            .min(crate::settings::max_depth().saturating_add(self.counts.nested() as usize));
     }
 
     /// What a fast-path push needs, if the fast path may push: the record and its depth word,
@@ -563,7 +597,7 @@ impl ThreadState {
     /// The depth that counts against the limit: held entries not covered by a nest_lock.
     #[inline]
     pub fn depth(&self) -> usize {
-        self.len() - self.nested as usize
+        self.len() - self.counts.nested() as usize
     }
 
     /// Prepares `entry` for a push onto the stack as it is now: computes its chain key.
@@ -704,8 +738,10 @@ impl ThreadState {
     fn account(&mut self, next: Next) -> HeldLock {
         debug_assert_eq!(next.below, self.top_key(), "the stack changed since `next`");
         let Next { entry, .. } = next;
-        self.nested += u32::from(entry.nest_lock != 0);
-        self.marks += u32::from(entry.pin_count) + u32::from(entry.paired);
+        self.counts
+            .set_nested(self.counts.nested() + u32::from(entry.nest_lock != 0));
+        self.counts
+            .set_marks(self.counts.marks() + u32::from(entry.pin_count) + u32::from(entry.paired));
         entry
     }
 
@@ -722,7 +758,7 @@ impl ThreadState {
         // One test of the two counters: anything unusual goes the general way.
         if len == 0
             || !release.matches(self.top_slot(len - 1))
-            || (self.marks | self.nested) != 0
+            || self.counts.any()
             || r.is_unusual()
         {
             return false;
@@ -752,8 +788,8 @@ impl ThreadState {
     #[inline]
     fn leave(&mut self, i: usize) -> Left {
         let left = self.take_marks(i);
-        if self.nested > 0 && self.slot(i).nest_lock() != 0 {
-            self.nested -= 1;
+        if self.counts.nested() > 0 && self.slot(i).nest_lock() != 0 {
+            self.counts.set_nested(self.counts.nested() - 1);
             // Left above the stack (a pop) it keeps its nest_lock: no shortcut may take it.
             self.slot(i).left_nested();
         }
@@ -763,7 +799,7 @@ impl ThreadState {
     /// True if any held entry carries a mark (a pin or a checked instance pair).
     #[inline]
     pub fn any_marked(&self) -> bool {
-        self.marks != 0
+        self.counts.marks() != 0
     }
 
     /// Drops entry `i` (a release); returns what it carried. Always inlined: it is the whole
@@ -783,7 +819,7 @@ impl ThreadState {
     /// something is pinned or paired.
     #[inline]
     fn take_marks(&mut self, i: usize) -> Left {
-        if self.marks == 0 {
+        if self.counts.marks() == 0 {
             return Left {
                 pins: 0,
                 paired: false,
@@ -792,7 +828,8 @@ impl ThreadState {
         let (pins, paired) = self.slot(i).marks();
         self.slot(i).set_marks(0, false);
         let pins = u32::from(pins);
-        self.marks -= pins + u32::from(paired);
+        self.counts
+            .set_marks(self.counts.marks() - (pins + u32::from(paired)));
         Left { pins, paired }
     }
 
@@ -801,7 +838,7 @@ impl ThreadState {
         let (pins, paired) = self.slot(i).marks();
         if !paired {
             self.slot(i).set_marks(pins, true);
-            self.marks += 1;
+            self.counts.set_marks(self.counts.marks() + 1);
         }
     }
 
@@ -890,7 +927,7 @@ impl ThreadState {
         let (pins, paired) = self.slot(i).marks();
         if let Some(p) = pins.checked_add(1) {
             self.slot(i).set_marks(p, paired);
-            self.marks += 1;
+            self.counts.set_marks(self.counts.marks() + 1);
         }
     }
 
@@ -901,15 +938,14 @@ impl ThreadState {
             return false;
         }
         self.slot(i).set_marks(pins - 1, paired);
-        self.marks -= 1;
+        self.counts.set_marks(self.counts.marks() - 1);
         true
     }
 
     /// Takes every entry off the stack (thread exit), leaving it empty.
     pub fn take_all(&mut self) -> Vec<HeldLock> {
         let all = self.entries().to_vec();
-        self.marks = 0;
-        self.nested = 0;
+        self.counts = Counts(0);
         // As a pop: the slots stay as they are.
         self.set_word(record::with_depth(self.word(), 0), false);
         all
