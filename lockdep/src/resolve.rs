@@ -37,7 +37,16 @@ pub(crate) fn resolve_class(map: &LockMap, subclass: u8, site: Site) -> ClassId 
 #[inline(always)]
 pub(crate) fn cached_class(map: &LockMap, subclass: u8) -> Option<ClassId> {
     let cached = map.cached(subclass);
-    (!cached.is_none() && generation::is_live(cached)).then_some(cached)
+    generation::is_live(cached).then_some(cached)
+}
+
+/// [`cached_class`] for the fast path of a thread that holds a held-lock record (see
+/// `generation::is_live_sealed`): one compare. Its answer counts only if the caller then finds
+/// the record; the check may run first.
+#[inline(always)]
+pub(crate) fn cached_class_sealed(map: &LockMap, subclass: u8) -> Option<ClassId> {
+    let cached = map.cached(subclass);
+    generation::is_live_sealed(cached).then_some(cached)
 }
 
 #[cold]

@@ -160,7 +160,8 @@ fn acquire_general_counted(
 /// chain cache. Pushes and returns true; false (and nothing changed) otherwise.
 #[inline(always)]
 fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Site) -> bool {
-    let Some(class) = resolve::cached_class(map, subclass) else {
+    // The sealed check: it counts only with a record, which `fast_top` requires below.
+    let Some(class) = resolve::cached_class_sealed(map, subclass) else {
         return false;
     };
     // SAFETY: used only in this function, which makes no call that can reach the thread's

@@ -16,6 +16,11 @@ pub struct ClassId(u64);
 /// 2^16), then 4 bits that are always 0, which a chain key's tag occupies
 /// (`chain::extend`), so that no generation can alias a mode.
 const GEN_SHIFT: u32 = 20;
+
+impl ClassId {
+    /// Where the generation starts in [`to_bits`](Self::to_bits).
+    pub(crate) const GEN_SHIFT: u32 = GEN_SHIFT;
+}
 /// The index's bits.
 const INDEX_MASK: u64 = 0xffff;
 /// The most generations a slot goes through before its numbers repeat: 44 bits (2^43 lives,

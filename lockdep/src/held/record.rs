@@ -282,6 +282,8 @@ pub(crate) fn set_stat_all(on: bool, flip: impl FnOnce()) {
 
 /// Claims a record for the calling thread (`None` past [`MAX_RECORDS`]).
 pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
+    // A thread with a record checks class liveness the sealed way (the fast path).
+    crate::class::generation::seal();
     fork::join(Rank::Records, &FORK);
     let reused = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop();
     let r: &'static Record = match reused {
