@@ -101,7 +101,10 @@ pub(crate) fn make_dead(index: u32) {
     if gen & 1 == 1 {
         // Relaxed: as in `make_live`; a reader that still sees the old value validates against
         // a dying class, which the graph lock's slow path then finds zapped.
-        slot.store(ClassId::new(index, next(gen, false)).to_bits(), Ordering::Relaxed);
+        slot.store(
+            ClassId::new(index, next(gen, false)).to_bits(),
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -133,12 +136,18 @@ mod tests {
         assert!(is_live(b) && !is_live(a));
         make_dead(index);
         // Near the wrap: the word never becomes 0 or an old id.
-        word(index).store(ClassId::new(index, GEN_MASK - 1).to_bits(), Ordering::Relaxed);
+        word(index).store(
+            ClassId::new(index, GEN_MASK - 1).to_bits(),
+            Ordering::Relaxed,
+        );
         let c = make_live(index);
         assert_eq!(c.generation(), GEN_MASK);
         make_dead(index);
         assert_ne!(word(index).load(Ordering::Relaxed), 0);
-        assert_eq!(ClassId::from_bits(word(index).load(Ordering::Relaxed)).generation(), 2);
+        assert_eq!(
+            ClassId::from_bits(word(index).load(Ordering::Relaxed)).generation(),
+            2
+        );
         assert!(!is_live(c));
     }
 
