@@ -169,3 +169,21 @@ pub fn dump_when(ready: impl Fn(&lockdep::AllLocks) -> bool) -> lockdep::AllLock
         std::thread::yield_now();
     }
 }
+
+/// A small deterministic generator (xorshift64) for random test programs: the same seed gives
+/// the same program on every run and machine.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n` (not 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
