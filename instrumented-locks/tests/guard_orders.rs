@@ -155,9 +155,13 @@ fn waits_for(acquiring: char, held: char) -> bool {
 /// The model's verdict for `op` on the guards `gs`: whether it is a recursive locking.
 /// `None` for operations that acquire nothing.
 fn expected(gs: &[Guard], op: Op) -> Option<bool> {
-    let rw = |k: usize, acquiring: char| modes(gs, k, None).iter().any(|h| waits_for(acquiring, *h));
+    let rw =
+        |k: usize, acquiring: char| modes(gs, k, None).iter().any(|h| waits_for(acquiring, *h));
     match op {
-        Op::Lock(k) => Some(gs.iter().any(|g| matches!(g, Guard::Mutex(i, _) if *i == k))),
+        Op::Lock(k) => Some(
+            gs.iter()
+                .any(|g| matches!(g, Guard::Mutex(i, _) if *i == k)),
+        ),
         Op::Write(k) => Some(rw(k, 'E')),
         Op::Read(k) => Some(rw(k, 'R')),
         Op::ReadRecursive(k) => Some(rw(k, 'C')),
@@ -177,7 +181,9 @@ fn run<'a>(l: &'a Locks, gs: &mut Vec<Guard<'a>>, op: Op) -> String {
     let held_rw = |gs: &[Guard], k: usize| modes(gs, k, None);
     match op {
         Op::Lock(k) => {
-            let held = gs.iter().any(|g| matches!(g, Guard::Mutex(i, _) if *i == k));
+            let held = gs
+                .iter()
+                .any(|g| matches!(g, Guard::Mutex(i, _) if *i == k));
             let g = if held {
                 l.m[k].try_lock_for(GIVE_UP)
             } else {
@@ -395,7 +401,9 @@ fn run_all(l: &Locks, seed: u64, programs: usize) -> (Vec<String>, Vec<String>) 
                 .iter()
                 .any(|r| matches!(r, Report::RecursiveLocking(_)));
             if got != expect {
-                wrong.push(format!("{label}: recursive locking expected {expect}, got {got}"));
+                wrong.push(format!(
+                    "{label}: recursive locking expected {expect}, got {got}"
+                ));
             }
         }
         let mut line = format!("[{label}] held=[{}]", held());
@@ -451,9 +459,16 @@ fn random_guard_programs_give_the_same_verdicts_on_the_fast_and_general_paths() 
         lockdep::set_lock_stat(true);
         let (general, general_wrong) = run_all(&l, seed, programs);
         lockdep::set_lock_stat(false);
-        assert!(fast_wrong.is_empty(), "seed {seed}, fast path: {fast_wrong:#?}");
-        assert!(general_wrong.is_empty(), "seed {seed}, general path: {general_wrong:#?}");
-        if let Some(i) = (0..fast.len().max(general.len())).find(|&i| fast.get(i) != general.get(i)) {
+        assert!(
+            fast_wrong.is_empty(),
+            "seed {seed}, fast path: {fast_wrong:#?}"
+        );
+        assert!(
+            general_wrong.is_empty(),
+            "seed {seed}, general path: {general_wrong:#?}"
+        );
+        if let Some(i) = (0..fast.len().max(general.len())).find(|&i| fast.get(i) != general.get(i))
+        {
             panic!(
                 "seed {seed}: the paths differ at step {i}:\nfast:    {:?}\ngeneral: {:?}",
                 fast.get(i),
@@ -463,4 +478,3 @@ fn random_guard_programs_give_the_same_verdicts_on_the_fast_and_general_paths() 
     }
     lockdep::set_report_repeats(false);
 }
-

@@ -223,4 +223,33 @@ mod send {
         assert_reports!();
         assert_eq!(lockdep::held_count(), 0);
     }
+
+    /// Of two guards of one rwlock held in two modes, the one dropped on another thread takes
+    /// its own entry off the acquiring thread's stack (the mail names its mode): the
+    /// upgradable read stays, so a read under it and its upgrade are silent. Before, the
+    /// topmost entry went and the read's was left: a false recursive locking, then a false
+    /// "wrong mode" at the upgrade.
+    #[test]
+    fn a_guard_released_elsewhere_takes_its_own_entry_of_a_lock_held_twice() {
+        let _h = start();
+        let rw = instrumented_locks::RwLock::named(0, "MOVED RW");
+        let r = rw.read();
+        let at = line!() + 1;
+        let u = rw.upgradable_read();
+        assert_eq!(
+            super::common::take().len(),
+            1,
+            "an upgradable read under a read is reported"
+        );
+        std::thread::scope(|s| s.spawn(move || drop(r)).join().unwrap());
+        drop(rw.read());
+        let held: Vec<_> = lockdep::held_locks()
+            .iter()
+            .map(|l| (l.name, l.mode, l.site.line()))
+            .collect();
+        assert_eq!(held, [(Some("MOVED RW"), lockdep::Mode::Upgradable, at)]);
+        drop(instrumented_locks::RwLockUpgradableReadGuard::upgrade(u));
+        assert_reports!();
+        assert_eq!(lockdep::held_count(), 0);
+    }
 }

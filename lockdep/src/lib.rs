@@ -24,7 +24,7 @@
 //! | a guard moved to another thread | [`detach`] on the old thread, [`DetachedLock::attach`] on the new one |
 //! | lock destroyed or re-initialised | automatic when the [`LockMap`] drops; [`LockMap::reinit`]; if the raw lock is still locked, [`check_held_lock_freed`] first (other threads' holders) |
 //! | a blocking acquisition that must wait (the raw try failed) | [`lock_contended`] before blocking, [`lock_acquired`] after |
-//! | a guard released on another thread than its acquirer | [`current_holder`] when acquiring, [`release_from`] when releasing; [`set_guards_movable`] |
+//! | a guard released on another thread than its acquirer | [`current_holder`] when acquiring, [`release_from`] (a guard that knows its mode: [`release_from_mode`]) when releasing; [`set_guards_movable`] |
 //! | force-unlock of a forgotten guard's lock (any thread) | [`force_release`] while the raw lock is locked, [`release`] (a bad unlock balance) if it is not |
 //! | async lock (a future that may wait) | [`task_acquire`] before the lock's future is first polled, [`task_release`] with its token on release or cancellation, [`task_set_held_mode`] for a downgrade |
 //! | a poll of a task (an executor's, or an instrumented future's) | [`TaskContext::enter`] before, [`PollScope::exit`]`(pending)` after |
@@ -544,6 +544,12 @@ pub fn release(map: &LockMap, site: &'static Location<'static>) {
 /// upgradable read, which a later `rw.read()` may share and `upgrade(u)` may upgrade; with
 /// [`release`], the read would be left behind instead. Reports and cost as [`release`] (the
 /// mode costs nothing on the fast path: it is part of the compared word). Thread-safe.
+///
+/// Known limit: two entries of one lock *in the same mode* (two `read_recursive` guards of
+/// one rwlock) are told apart only by their place, and the topmost goes, as in the kernel's
+/// `find_held_lock()`. When the lower guard goes first with another lock taken between the
+/// two, the entry left behind sits below that lock: locks taken next depend on the lock
+/// between, not on this one, so an inversion through this lock alone can be missed.
 #[inline]
 pub fn release_mode(map: &LockMap, mode: Mode, site: &'static Location<'static>) {
     if !thread::release_fast(Find::in_mode(map.instance(), mode)) {
@@ -615,18 +621,31 @@ pub fn current_holder() -> Option<Holder> {
 /// release. If the holding is over (the thread exited, reporting the lock as held at exit),
 /// nothing happens. Thread-safe; takes the target thread's mailbox mutex.
 pub fn release_from(holder: Option<Holder>, map: &LockMap) {
+    release_from_entry(holder, map, None);
+}
+
+/// [`release_from`] of the entry acquired in `mode`: the topmost of `map` in that mode on the
+/// thread of `holder`, else its topmost of `map` (as [`release_mode`] on this thread). What a
+/// guard that may move between threads calls, so that of two guards of one rwlock held in two
+/// modes each releases its own, wherever it is dropped. Thread-safe.
+pub fn release_from_mode(holder: Option<Holder>, map: &LockMap, mode: Mode) {
+    release_from_entry(holder, map, Some(mode));
+}
+
+fn release_from_entry(holder: Option<Holder>, map: &LockMap, mode: Option<Mode>) {
     let me = thread::current_holder();
-    match holder {
-        Some(h) if Some(h) != me => {
+    match (holder, mode) {
+        (Some(h), _) if Some(h) != me => {
             // Whether the entry carried instance pairs is the other thread's secret: the map
             // learns it may have some, so that its drop forgets them.
             map.mark_paired();
             if lock_stat::on() {
                 lock_stat::release_from(h, map);
             }
-            thread::post_release(h, map.instance());
+            thread::post_release(h, map.instance(), mode);
         }
-        _ => release_guard(map),
+        (_, Some(mode)) => release_mode(map, mode, site::guard_drop()),
+        (_, None) => release_guard(map),
     }
 }
 

@@ -192,13 +192,23 @@ impl LockMap {
     /// Moves the map to the class of a static key (the kernel's `lockdep_set_class()`).
     /// Needs `&mut`, so it cannot race with an acquisition.
     pub fn set_key(&mut self, key: &'static LockClassKey) {
+        let named = self.is_named();
         *self = LockMap::with_key(self.name(), key);
+        self.keep_named(named);
     }
 
     /// Moves the map to the classes of a dynamic key.
     #[track_caller]
     pub fn set_dynamic_key(&mut self, key: &DynamicKey) {
+        let named = self.is_named();
         *self = LockMap::with_dynamic_key(self.name(), key);
+        self.keep_named(named);
+    }
+
+    /// After a key change: the label stays a name or a kind, as it was (the constructors
+    /// call any non-empty label a name, which would make an unnamed map's kind its name).
+    fn keep_named(&mut self, named: bool) {
+        self.label_meta = slot::name_meta(named, self.name());
     }
 
     /// The map's name or, for an unnamed map ([`of_type`](Self::of_type)), its kind. A named

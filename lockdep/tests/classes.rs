@@ -193,3 +193,26 @@ fn named_and_unnamed_maps_of_one_site_and_type_share_a_class() {
     unlock(&maps[1]);
     assert_reports!();
 }
+
+/// A key change keeps a map's label what it was, a name or a kind: an unnamed map stays
+/// unnamed (reports read it by its kind and class), a named one keeps its name.
+#[test]
+fn a_key_change_keeps_a_map_named_or_unnamed() {
+    let _h = start();
+    static KEY: lockdep::LockClassKey = lockdep::LockClassKey::new();
+    let mut unnamed = LockMap::of_type::<u64>("Mutex");
+    assert!(!unnamed.is_named());
+    unnamed.set_key(&KEY);
+    assert!(!unnamed.is_named(), "a kind is not a name");
+    assert_eq!(unnamed.name(), "Mutex");
+    let key = lockdep::DynamicKey::new("dynamic");
+    unnamed.set_dynamic_key(&key);
+    assert!(!unnamed.is_named());
+    let mut named = LockMap::new("N");
+    named.set_key(&KEY);
+    assert!(named.is_named());
+    assert_eq!(named.name(), "N");
+    named.set_dynamic_key(&key);
+    assert!(named.is_named());
+    assert_reports!();
+}

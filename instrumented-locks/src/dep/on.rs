@@ -402,7 +402,7 @@ impl Track {
         // (lockdep applies it there before that thread's next lock operation).
         #[cfg(feature = "send_guard")]
         if self.home != lockdep::current_holder() {
-            lockdep::release_from(self.home, &dep.map);
+            lockdep::release_from_mode(self.home, &dep.map, mode);
             return;
         }
         lockdep_release(&dep.map, mode, site);

@@ -20,4 +20,5 @@ mod stack;
 
 pub(crate) use entry::HeldLock;
 pub use record::Holder;
-pub(crate) use stack::{Find, Left, Plain, ThreadState};
+pub(crate) use slot::Find;
+pub(crate) use stack::{Left, Plain, ThreadState};

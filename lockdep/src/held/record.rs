@@ -45,7 +45,7 @@ use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Atomic
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use super::slot::{RawSlot, Slot};
+use super::slot::{Find, RawSlot, Slot};
 use crate::class::ClassId;
 use crate::fork::{self, Participant, Rank};
 use crate::mode::Mode;
@@ -91,9 +91,18 @@ pub(crate) struct Identity {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mail {
     pub instance: usize,
+    /// The mode of the entry to take (a guard's, which knows it), or `None` for any.
+    pub mode: Option<Mode>,
     /// Every entry of the instance (its lock was freed) rather than the topmost one (a guard
     /// released on another thread).
     pub all: bool,
+}
+
+impl Mail {
+    /// Which entry the mail takes (the topmost of the instance in its mode, else in any).
+    pub fn find(&self) -> Find {
+        Find::of(self.instance, self.mode)
+    }
 }
 
 /// A record: the header the owner writes (one cache line: `repr(C)` keeps the fields in this
@@ -556,7 +565,11 @@ impl Record {
         for m in mail.iter() {
             if m.all {
                 held.retain(|e| e.instance() != m.instance);
-            } else if let Some(i) = held.iter().rposition(|e| e.instance() == m.instance) {
+            } else if let Some(i) = held
+                .iter()
+                .rposition(|e| m.find().matches_word(e.tagged()))
+                .or_else(|| held.iter().rposition(|e| e.instance() == m.instance))
+            {
                 held.remove(i);
             }
         }

@@ -63,6 +63,64 @@ pub(crate) const fn tagged(instance: usize, mode: Mode) -> usize {
     instance | mode_code(mode)
 }
 
+/// Which held entry a release takes: the topmost of a lock instance, in a given mode or in
+/// any. A thread may hold one rwlock twice in two modes (a read and an upgradable read); a
+/// guard's release that names its mode takes its own entry, whichever of the two goes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Find {
+    /// A slot's first word as [`tagged`] makes it (the mode bits are 0 for any mode).
+    word: usize,
+    /// The bits of a slot's first word that must equal `word`'s.
+    mask: usize,
+}
+
+impl Find {
+    /// The topmost entry of `instance`, in any mode.
+    #[inline(always)]
+    pub const fn any(instance: usize) -> Find {
+        Find {
+            word: instance,
+            mask: !MODE_BITS,
+        }
+    }
+
+    /// The topmost entry of `instance` held in `mode`.
+    #[inline(always)]
+    pub const fn in_mode(instance: usize, mode: Mode) -> Find {
+        Find {
+            word: tagged(instance, mode),
+            mask: !0,
+        }
+    }
+
+    /// [`in_mode`](Self::in_mode) if `mode` is given, else [`any`](Self::any).
+    #[inline(always)]
+    pub const fn of(instance: usize, mode: Option<Mode>) -> Find {
+        match mode {
+            Some(mode) => Find::in_mode(instance, mode),
+            None => Find::any(instance),
+        }
+    }
+
+    /// The lock instance.
+    #[inline(always)]
+    pub const fn instance(self) -> usize {
+        self.word & !MODE_BITS
+    }
+
+    /// Whether `s` holds an entry this release may take (the owner).
+    #[inline(always)]
+    pub fn matches(self, s: &Slot) -> bool {
+        self.matches_word(s.tagged())
+    }
+
+    /// Whether a slot whose first word is `word` holds an entry this release may take.
+    #[inline(always)]
+    pub fn matches_word(self, word: usize) -> bool {
+        word & self.mask == self.word
+    }
+}
+
 /// One held lock in a thread's stack. Eight words, one cache line.
 #[derive(Default)]
 #[repr(align(64))]
@@ -463,6 +521,11 @@ impl RawSlot {
     /// The instance this copy names (no decoding needed but the mode bits' mask).
     pub fn instance(&self) -> usize {
         self.instance & !MODE_BITS
+    }
+
+    /// The first word as stored: the instance with the mode (see [`tagged`]).
+    pub fn tagged(&self) -> usize {
+        self.instance
     }
 
     /// Whether the slot was ever written (a fresh slot has null pointers).

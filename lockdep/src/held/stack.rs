@@ -32,7 +32,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::record::{self, Identity, Record};
-use super::slot::{self, Slot, Words};
+use super::slot::{self, Find, Slot, Words};
 use super::HeldLock;
 use crate::chain::LocalCache;
 use crate::class::ClassId;
@@ -132,58 +132,6 @@ impl Counts {
     #[inline(always)]
     fn any(self) -> bool {
         self.0 != 0
-    }
-}
-
-/// Which held entry a release takes: the topmost of a lock instance, in a given mode or in
-/// any. A thread may hold one rwlock twice in two modes (a read and an upgradable read); a
-/// guard's release that names its mode takes its own entry, whichever of the two goes first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Find {
-    /// A slot's first word as [`slot::tagged`] makes it (the mode bits are 0 for any mode).
-    word: usize,
-    /// The bits of a slot's first word that must equal `word`'s.
-    mask: usize,
-}
-
-impl Find {
-    /// The topmost entry of `instance`, in any mode.
-    #[inline(always)]
-    pub const fn any(instance: usize) -> Find {
-        Find {
-            word: instance,
-            mask: !slot::MODE_BITS,
-        }
-    }
-
-    /// The topmost entry of `instance` held in `mode`.
-    #[inline(always)]
-    pub const fn in_mode(instance: usize, mode: Mode) -> Find {
-        Find {
-            word: slot::tagged(instance, mode),
-            mask: !0,
-        }
-    }
-
-    /// [`in_mode`](Self::in_mode) if `mode` is given, else [`any`](Self::any).
-    #[inline(always)]
-    pub const fn of(instance: usize, mode: Option<Mode>) -> Find {
-        match mode {
-            Some(mode) => Find::in_mode(instance, mode),
-            None => Find::any(instance),
-        }
-    }
-
-    /// The lock instance.
-    #[inline(always)]
-    pub const fn instance(self) -> usize {
-        self.word & !slot::MODE_BITS
-    }
-
-    /// Whether `s` holds an entry this release may take (the owner).
-    #[inline(always)]
-    fn matches(self, s: &Slot) -> bool {
-        s.tagged() & self.mask == self.word
     }
 }
 
@@ -500,7 +448,7 @@ impl ThreadState {
     #[cold]
     fn apply_mail(&mut self, r: &'static Record) {
         for m in r.take_mail() {
-            while let Some(i) = self.find(m.instance) {
+            while let Some(i) = self.find_release(m.find()) {
                 // Its pairs are the poster's business (it marks the map, or forgets the
                 // freed instance itself).
                 let _ = self.remove(i);

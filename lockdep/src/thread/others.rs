@@ -8,6 +8,7 @@ use crate::graph::table::KeyClassIds;
 use crate::graph::Graph;
 use crate::graph_lock::graph_lock;
 use crate::held::record::{self, Holder, Mail, SharedEntry, Snapshot};
+use crate::mode::Mode;
 use crate::report::{self, build, ThreadLocks};
 
 /// Copies of every record that holds or waits for a lock (the caller's included).
@@ -101,6 +102,7 @@ pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
                     s.holder,
                     Mail {
                         instance: e.instance,
+                        mode: None,
                         all: true,
                     },
                 );
@@ -119,14 +121,15 @@ pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
     }
 }
 
-/// Asks the thread of `holder` to drop its topmost entry of `instance` (a guard it acquired
-/// was released on another thread). If that holding is over (the thread exited with the
+/// Asks the thread of `holder` to drop its topmost entry of `instance` in `mode` (else in
+/// any mode; `None`: in any) (a guard it acquired was released on another thread). If that holding is over (the thread exited with the
 /// guard elsewhere), the entry it left behind is forgotten instead.
-pub(crate) fn post_release(holder: Holder, instance: usize) {
+pub(crate) fn post_release(holder: Holder, instance: usize, mode: Option<Mode>) {
     let posted = record::Record::post(
         holder,
         Mail {
             instance,
+            mode,
             all: false,
         },
     );
