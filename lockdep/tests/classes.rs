@@ -216,3 +216,23 @@ fn a_key_change_keeps_a_map_named_or_unnamed() {
     assert!(named.is_named());
     assert_reports!();
 }
+
+/// Maps with neither a name nor a construction site read as their key in reports, never as
+/// an empty name: two such classes are told apart.
+#[test]
+fn a_class_with_no_name_and_no_site_reads_as_its_key() {
+    let _h = start();
+    static K1: lockdep::LockClassKey = lockdep::LockClassKey::new();
+    static K2: lockdep::LockClassKey = lockdep::LockClassKey::new();
+    let (a, b) = (LockMap::with_key("", &K1), LockMap::with_key("", &K2));
+    let (a, b): (&'static LockMap, &'static LockMap) =
+        (Box::leak(Box::new(a)), Box::leak(Box::new(b)));
+    pair(a, b);
+    pair(b, a);
+    let r = take();
+    assert_eq!(r.len(), 1, "{r:#?}");
+    let text = r[0].to_string();
+    assert!(text.contains(&format!("key@{:p}", &K1)), "{text}");
+    assert!(text.contains(&format!("key@{:p}", &K2)), "{text}");
+    assert!(!text.contains("()"), "{text}");
+}

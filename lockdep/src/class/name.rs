@@ -12,6 +12,11 @@ use super::KeyRef;
 /// The name of the class created by a lock map whose name (or, for an unnamed map, kind) is
 /// `label`, of key `key`. A named map names its class; an unnamed one with a construction site
 /// reads as `kind<type>@file:line`.
+///
+/// A map with neither a name nor a site gets its key's identity rather than an empty name, so
+/// that reports tell such classes apart: `key@0x…` for a static key, `instance#n` for a
+/// per-instance class, `novalidate`. (A dynamic key's unnamed class is named after the key
+/// where the key's name is at hand.)
 pub(crate) fn class_name(label: &'static str, named: bool, key: KeyRef) -> Cow<'static, str> {
     if named {
         return Cow::Borrowed(label);
@@ -19,7 +24,11 @@ pub(crate) fn class_name(label: &'static str, named: bool, key: KeyRef) -> Cow<'
     match key {
         KeyRef::SiteType { site, ty } => Cow::Owned(unnamed(label, Some(ty.get()), site)),
         KeyRef::Site(site) => Cow::Owned(unnamed(label, None, site)),
-        _ => Cow::Borrowed(label),
+        _ if !label.is_empty() => Cow::Borrowed(label),
+        KeyRef::Static(k) => Cow::Owned(format!("key@{:p}", k.0)),
+        KeyRef::Instance(serial) => Cow::Owned(format!("instance#{serial}")),
+        KeyRef::NoValidate => Cow::Borrowed("novalidate"),
+        KeyRef::Dynamic { .. } => Cow::Borrowed(label),
     }
 }
 
