@@ -9,7 +9,7 @@
 use std::panic::Location;
 
 use crate::graph_lock::graph_lock;
-use crate::held::{Find, HeldLock};
+use crate::held::{Find, HeldLock, ThreadState};
 use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::report::{self, build, AssertKind, LockDesc};
@@ -178,23 +178,24 @@ pub fn upgrade_timed_out(map: &LockMap, upgrade: TimedUpgrade) {
 
 /// [`upgrade`]; returns where the upgradable entry was and the entry, if there was one.
 fn upgrade_keeping(map: &LockMap, site: &'static Location<'static>) -> Option<(usize, HeldLock)> {
-    let taken = with_state(|st| {
-        // The lock's upgradable entry, if it has one besides other holdings of the lock.
-        let i = st
-            .entries()
+    // The lock's upgradable entry, if it has one besides other holdings of the lock.
+    let locate = |st: &ThreadState| {
+        st.entries()
             .iter()
             .rposition(|h| h.instance == map.instance() && h.mode == Mode::Upgradable)
-            .or_else(|| st.find(map.instance()))?;
-        Some((i, st.remove(i)))
-    })
-    .flatten();
-    let Some((index, entry)) = taken else {
+            .or_else(|| st.find(map.instance()))
+    };
+    let found = with_state(|st| locate(st).map(|i| st.entry(i).mode)).flatten();
+    let Some(mode) = found else {
         fail(AssertKind::NotHeld, map.name(), site);
         return None;
     };
-    if entry.mode != Mode::Upgradable {
+    if mode != Mode::Upgradable {
+        // Reported while the entry is still on the stack, so the report lists it (the
+        // report's handler may lock and unlock: the entry is looked up again below).
         fail(AssertKind::WrongMode, map.name(), site);
     }
+    let (index, entry) = with_state(|st| locate(st).map(|i| (i, st.remove(i)))).flatten()?;
     if entry.paired {
         map.mark_paired();
     }

@@ -203,10 +203,15 @@ fn upgrade_misuse_is_reported() {
     assert!(!lockdep::is_held(a));
     read(a);
     lockdep::upgrade(a, Location::caller());
-    assert_reports!(Report::AssertionFailed {
+    // The report lists the lock it is about: it is still held when the report is made.
+    let r = assert_reports!(Report::AssertionFailed {
         kind: AssertKind::WrongMode,
         ..
     });
+    let Report::AssertionFailed { held, .. } = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(held.len(), 1, "{r:#?}");
     assert_eq!(lockdep::held_locks()[0].mode, Mode::Exclusive);
     // A downgrade to upgradable and a non-blocking upgrade change the mode in place.
     lockdep::set_held_mode(a, Mode::Upgradable);
