@@ -119,8 +119,10 @@ fn set_mode_of(map: &LockMap, entry: Find, mode: Mode, site: &'static Location<'
 }
 
 /// Upgrades the held upgradable read of `map` to a write lock (parking_lot's
-/// `RwLockUpgradableReadGuard::upgrade`): validated as an exclusive acquisition of the lock
-/// while the locks this thread holds are held, *excluding the lock's own upgradable entry*,
+/// `RwLockUpgradableReadGuard::upgrade`): validated as an acquisition of the lock that waits
+/// for its readers (no other thread can hold it upgradable or exclusively meanwhile; see the
+/// verdicts below) while the locks this thread holds are held, *excluding the lock's own
+/// upgradable entry*,
 /// so call it **before** the real upgrade may block. Afterwards the lock is held exclusively,
 /// at the top of the held stack (later acquisitions depend on it from there). An upgrade while
 /// this thread also holds a plain read of the same lock waits for itself: it is reported as
@@ -199,6 +201,7 @@ fn upgrade_keeping(map: &LockMap, site: &'static Location<'static>) -> Option<(u
     if entry.paired {
         map.mark_paired();
     }
+    // Pushed exclusive, with a read's dependencies (see `HeldLock::acquired_as`).
     validate::acquire_with(
         map,
         entry.subclass,
@@ -207,6 +210,7 @@ fn upgrade_keeping(map: &LockMap, site: &'static Location<'static>) -> Option<(u
         entry.nest_lock,
         None,
         site,
+        true,
     );
     if entry.pin_count > 0 {
         with_state(|st| {

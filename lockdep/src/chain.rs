@@ -101,6 +101,15 @@ pub(crate) fn extend(prev: u64, class: ClassId, mode: Mode, trylock: bool, neste
     (k >> 1) | (1 << 62)
 }
 
+/// The chain key of an upgrade's entry, from the key `key` of a plain write of the same lock
+/// on the same stack: an upgrade is validated with weaker dependencies than a write (see
+/// `HeldLock::acquired_as`), so a write must not find its chain valid because an upgrade's
+/// was. The mask keeps a key's marks (bit 63 clear, bit 62 set).
+#[inline]
+pub(crate) fn upgrade_key(key: u64) -> u64 {
+    key ^ (0x1d8e_4e27_c47d_124f & !(3 << 62))
+}
+
 /// What the global table holds for `key`. Lock-free, writes nothing.
 pub(crate) fn global_lookup(key: u64) -> Hit {
     let table = &TABLE;

@@ -243,12 +243,16 @@ fn acquire_general(
     site: Site,
 ) {
     let nest = nest_lock.map_or(0, LockMap::instance);
-    acquire_with(map, subclass, mode, trylock, nest, nest_lock, site);
+    acquire_with(map, subclass, mode, trylock, nest, nest_lock, site, false);
 }
 
 /// [`acquire`] with the nest_lock given by its instance address (0 for none) and, if known,
 /// its map (only a report reads it, for the name: the fast path keeps no name in registers).
+/// `upgrade`: the acquisition is an upgrade's (see `HeldLock::upgrade`).
 #[inline]
+// The acquisition's facts, passed by value so that they stay in registers (a struct of them
+// would go through memory on the fast path's way).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn acquire_with(
     map: &LockMap,
     subclass: u8,
@@ -257,6 +261,7 @@ pub(crate) fn acquire_with(
     nest: usize,
     nest_map: Option<&LockMap>,
     site: Site,
+    upgrade: bool,
 ) {
     // A class made or looked up under the graph lock keeps the section open: a new chain with
     // it is validated in the same one (kernel: `__lock_acquire()`, `register_lock_class()`
@@ -266,7 +271,10 @@ pub(crate) fn acquire_with(
         None => resolve::resolve_locked(map, subclass, site),
     };
     // Made where it is used, so the fast path writes the entry once, straight into the stack.
-    let entry = || entry_of(map, class, subclass, mode, trylock, nest, site);
+    let entry = || HeldLock {
+        upgrade,
+        ..entry_of(map, class, subclass, mode, trylock, nest, site)
+    };
     let done = with_state(|st| {
         if !st.has_room() {
             // Growing the stack is left to the slow path (see `ThreadState::has_room`).
@@ -289,7 +297,8 @@ pub(crate) fn acquire_with(
             let me = Acquiring {
                 class,
                 instance: map.instance(),
-                mode,
+                // An upgrade's dependencies are a read's (see `HeldLock::acquired_as`).
+                mode: if upgrade { Mode::Read } else { mode },
                 nest,
             };
             if local != Hit::Plain && !cached_elsewhere(st, next.key(), local, me) {
@@ -322,7 +331,7 @@ impl Acquiring {
         Acquiring {
             class: h.class,
             instance: h.instance,
-            mode: h.mode,
+            mode: h.acquired_as(),
             nest: h.nest_lock,
         }
     }
@@ -632,12 +641,12 @@ fn check_deadlock(
         None
     } else {
         same_class()
-            .find(|(_, h)| h.instance == next.instance && blocks(next.mode, h.mode))
+            .find(|(_, h)| h.instance == next.instance && blocks(next.acquired_as(), h.mode))
             .or_else(|| {
                 st.entries().iter().enumerate().find(|(_, h)| {
                     h.instance == next.instance
                         && h.class != next.class
-                        && blocks(next.mode, h.mode)
+                        && blocks(next.acquired_as(), h.mode)
                 })
             })
     };
@@ -651,7 +660,7 @@ fn check_deadlock(
     }
     match g.graph.nesting(next.class) {
         Nesting::Strict => {
-            let conflict = others().find(|(_, h)| blocks(next.mode, h.mode));
+            let conflict = others().find(|(_, h)| blocks(next.acquired_as(), h.mode));
             match conflict {
                 Some(_) if next.nest_lock != 0 => SameClassHeld::Serialized,
                 Some((_, held)) => {
@@ -660,7 +669,8 @@ fn check_deadlock(
                 }
                 None => {
                     // Only compatible holders (a recursive read after reads): valid.
-                    checked.extend(others().map(|(i, h)| (i, Kind::of(h.mode, next.mode))));
+                    checked
+                        .extend(others().map(|(i, h)| (i, Kind::of(h.mode, next.acquired_as()))));
                     SameClassHeld::No
                 }
             }
@@ -675,7 +685,7 @@ fn check_deadlock(
                     .pairs
                     .is_run(nesting::pair_epoch(), next.class, fp, held.instance)
                 {
-                    let kind = Kind::of(held.mode, next.mode);
+                    let kind = Kind::of(held.mode, next.acquired_as());
                     if !check_pair_add(g, st, &held, next, kind, reports, trace) {
                         return SameClassHeld::Deadlock;
                     }
@@ -684,7 +694,7 @@ fn check_deadlock(
                 }
             }
             for (i, held) in others() {
-                let kind = Kind::of(held.mode, next.mode);
+                let kind = Kind::of(held.mode, next.acquired_as());
                 if !check_pair_add(g, st, &held, next, kind, reports, trace) {
                     return SameClassHeld::Deadlock;
                 }
@@ -793,7 +803,7 @@ fn check_prev_add(
     reports: &mut Vec<Report>,
     trace: &LazyTrace,
 ) -> bool {
-    let kind = Kind::of(prev.mode, next.mode);
+    let kind = Kind::of(prev.mode, next.acquired_as());
     if g.graph.has_kind(prev.class, next.class, kind) {
         return true;
     }
@@ -855,6 +865,7 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
         chain_key: 0,
         pin_count: 0,
         paired: false,
+        upgrade: false,
     };
     let reports = with_state(|st| {
         let mut reports = Vec::new();

@@ -301,3 +301,48 @@ fn a_mode_change_from_a_mode_changes_that_entry_of_a_lock_held_twice() {
         ..
     });
 }
+
+#[test]
+fn an_upgrade_under_a_lock_taken_after_the_upgradable_read_is_no_cycle() {
+    let _h = start();
+    // upgradable R; lock A; upgrade R (A -> R, an upgrade)    with R(upgradable) -> A
+    // Another thread holding R upgradable (or exclusively) cannot exist meanwhile, so the
+    // path R -> A -> R is no deadlock; only a reader of R can block the upgrade.
+    let (r, a) = (new_lock("R"), new_lock("A"));
+    let upgrade_under_a = move || {
+        upgradable(r);
+        lock(a);
+        lockdep::upgrade(r, Location::caller());
+        unlock(r);
+        unlock(a);
+    };
+    on_thread(upgrade_under_a);
+    assert_reports!();
+    // Again, with the chain cached: still silent.
+    on_thread(upgrade_under_a);
+    assert_reports!();
+    // A plain write of R under A on the same stack is another acquisition (its chain is not
+    // the upgrade's): it waits for an upgradable holder of R that waits for A. A cycle.
+    on_thread(move || pair(a, r));
+    let c = assert_one_cycle(&["R", "A"]);
+    assert!(c.to_string().contains("[UN]"), "{c}");
+}
+
+#[test]
+fn an_upgrade_still_waits_for_a_reader_that_waits_for_a_lock_it_holds() {
+    let _h = start();
+    // T1: upgradable R; lock A; upgrade R            (A -> R, an upgrade)
+    // T2: read R; lock A   <- step                   (R(read) -> A): T2's read blocks T1's
+    //     upgrade while T1 holds A: a deadlock.
+    let (r, a) = (new_lock("R"), new_lock("A"));
+    on_thread(move || {
+        upgradable(r);
+        lock(a);
+        lockdep::upgrade(r, Location::caller());
+        unlock(r);
+        unlock(a);
+    });
+    assert_reports!();
+    on_thread(move || pair_modes(r, Mode::Read, a, Mode::Exclusive));
+    assert_one_cycle(&["R", "A"]);
+}

@@ -33,9 +33,31 @@ pub(crate) struct HeldLock {
     /// Set once an instance pair *from* this lock was checked: its map must learn, when the
     /// lock is released, that it has pairs to forget when it is freed.
     pub paired: bool,
+    /// Set only on the entry an upgrade validates (an upgradable read becoming exclusive):
+    /// its dependencies are an acquisition's that waits for the lock's readers only (see
+    /// [`acquired_as`](Self::acquired_as)), and its chain key is apart from a plain write's.
+    /// Never stored: an entry read back from its slot has it clear.
+    pub upgrade: bool,
 }
 
 impl HeldLock {
+    /// The mode the acquisition's dependencies are recorded in: its own, but for an upgrade,
+    /// which is validated as a plain read. An upgrade waits only for the lock's readers (no
+    /// other thread can hold it upgradable or exclusively while this one holds it
+    /// upgradable); a plain read waits for readers (behind a queued writer) and for writers,
+    /// never for an upgradable holder. So the upgrade gets a read's verdicts: none for a
+    /// cycle through another thread's upgradable holding of the lock (which cannot exist),
+    /// and still one for a cycle through an exclusive holding (an over-approximation, never
+    /// a miss).
+    #[inline]
+    pub fn acquired_as(&self) -> Mode {
+        if self.upgrade {
+            Mode::Read
+        } else {
+            self.mode
+        }
+    }
+
     /// The name, if the lock has one.
     pub fn name_if_any(&self) -> Option<&'static str> {
         self.named.then_some(self.name)
@@ -46,7 +68,13 @@ impl HeldLock {
     /// flag, and whether a nest_lock covers the entry.
     #[inline]
     pub fn chain_key_on(&self, below: u64) -> u64 {
-        HeldLock::chain_key_of(below, self.class, self.mode, self.trylock, self.nest_lock)
+        let key =
+            HeldLock::chain_key_of(below, self.class, self.mode, self.trylock, self.nest_lock);
+        if self.upgrade {
+            chain::upgrade_key(key)
+        } else {
+            key
+        }
     }
 
     /// [`chain_key_on`](Self::chain_key_on) of an entry with these fields, before the entry
@@ -82,6 +110,7 @@ impl HeldLock {
             chain_key: 0,
             pin_count: 0,
             paired: false,
+            upgrade: false,
         }
     }
 }

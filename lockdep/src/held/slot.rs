@@ -501,6 +501,7 @@ impl Slot {
             chain_key: self.chain_key(),
             pin_count,
             paired,
+            upgrade: false,
         }
     }
 

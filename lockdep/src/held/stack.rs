@@ -187,6 +187,7 @@ impl Plain {
             chain_key,
             pin_count: 0,
             paired: false,
+            upgrade: false,
         }
     }
 }
