@@ -252,4 +252,98 @@ mod send {
         assert_reports!();
         assert_eq!(lockdep::held_count(), 0);
     }
+
+    /// This thread's held entries: (name, mode, acquiring line), bottom first, after a lock
+    /// operation (which applies what other threads posted).
+    fn held_after_mail() -> Vec<(Option<&'static str>, lockdep::Mode, u32)> {
+        drop(Mutex::named(0, "NUDGE").lock());
+        lockdep::held_locks()
+            .iter()
+            .map(|l| (l.name, l.mode, l.site.line()))
+            .collect()
+    }
+
+    /// A guard downgraded on another thread: the acquiring thread's entry, the guard's own,
+    /// changes mode (by mail) rather than staying exclusive; of a read and an upgradable read
+    /// of one lock, the downgraded upgradable read's entry becomes a read, and the other read
+    /// stays.
+    #[test]
+    fn a_guard_downgraded_on_another_thread_changes_its_own_entry_at_home() {
+        use instrumented_locks::{RwLockUpgradableReadGuard, RwLockWriteGuard};
+        use lockdep::Mode::{Read, Upgradable};
+        let _h = start();
+        let rw = RwLock::named(0, "DOWN");
+        let at = line!() + 1;
+        let w = rw.write();
+        std::thread::scope(|s| {
+            s.spawn(move || drop(RwLockWriteGuard::downgrade(w)));
+        });
+        // The guard is gone: nothing held.
+        assert!(held_after_mail().iter().all(|e| e.0 != Some("DOWN")));
+        let w = rw.write();
+        let r = std::thread::scope(|s| {
+            s.spawn(move || RwLockWriteGuard::downgrade(w))
+                .join()
+                .unwrap()
+        });
+        assert_eq!(held_after_mail(), [(Some("DOWN"), Read, at + 6)]);
+        // Held as a read, so a recursive read under it is silent.
+        drop(rw.read_recursive());
+        drop(r);
+        assert_reports!();
+        // A read and an upgradable read; the upgradable one goes to another thread and is
+        // downgraded there.
+        let g = rw.read();
+        let u = rw.upgradable_read();
+        super::common::take();
+        let r2 = std::thread::scope(|s| {
+            s.spawn(move || RwLockUpgradableReadGuard::downgrade(u))
+                .join()
+                .unwrap()
+        });
+        let held = held_after_mail();
+        assert_eq!(
+            held.iter().map(|e| e.1).collect::<Vec<_>>(),
+            [Read, Read],
+            "{held:?}"
+        );
+        assert!(!held.iter().any(|e| e.1 == Upgradable));
+        drop((g, r2));
+        assert_eq!(lockdep::held_count(), 0);
+    }
+
+    /// A guard upgraded on another thread waits there: the upgrade is validated against that
+    /// thread's held locks, and the acquiring thread holds the entry exclusively afterwards.
+    #[test]
+    fn a_guard_upgraded_on_another_thread_is_validated_there() {
+        use instrumented_locks::RwLockUpgradableReadGuard;
+        let _h = start();
+        let rw = RwLock::named(0, "UP");
+        let m = Mutex::named(0, "UP-M");
+        let u = rw.upgradable_read();
+        let w = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _g = m.lock();
+                RwLockUpgradableReadGuard::upgrade(u)
+            })
+            .join()
+            .unwrap()
+        });
+        // Recorded there: M -> RW (the upgrade, a read's dependency). No report yet.
+        assert_reports!();
+        assert_eq!(
+            held_after_mail()
+                .iter()
+                .find(|e| e.0 == Some("UP"))
+                .map(|e| e.1),
+            Some(lockdep::Mode::Exclusive)
+        );
+        drop(w);
+        // A reader of RW that takes M: the upgrade waited for such a reader while holding M.
+        drop((rw.read(), m.lock()));
+        assert_eq!(
+            super::common::one_cycle(&super::common::take()),
+            ["UP", "UP-M", "UP"]
+        );
+    }
 }

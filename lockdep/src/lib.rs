@@ -632,6 +632,24 @@ pub fn release_from_mode(holder: Option<Holder>, map: &LockMap, mode: Mode) {
     release_from_entry(holder, map, Some(mode));
 }
 
+/// [`change_held_mode`] of an entry that the holding `holder` acquired, from any thread (a
+/// guard sent to another thread downgraded or upgraded there): on the thread of `holder`,
+/// [`change_held_mode`]; on another, that thread's entry of `map` in mode `from` (else its
+/// topmost of `map`) is held in mode `to` from its next lock operation on, with no report
+/// (other threads' views show the old mode until then). If the holding is over, nothing
+/// happens. The change is not validated: a blocking upgrade on the guard's new thread is
+/// validated there first with [`might_lock`] (as a read: an upgrade waits only for readers).
+/// Thread-safe; takes the target thread's mailbox mutex.
+#[track_caller]
+pub fn change_held_mode_from(holder: Option<Holder>, map: &LockMap, from: Mode, to: Mode) {
+    match holder {
+        Some(h) if Some(h) != thread::current_holder() => {
+            thread::post_mode_change(h, map.instance(), from, to);
+        }
+        _ => change_held_mode(map, from, to),
+    }
+}
+
 fn release_from_entry(holder: Option<Holder>, map: &LockMap, mode: Option<Mode>) {
     let me = thread::current_holder();
     match (holder, mode) {

@@ -225,7 +225,16 @@ impl CondDep {
 }
 
 /// What a timed upgrade keeps to undo itself if it gives up ([`Track::upgrade_timed`]).
-pub(crate) struct TimedUpgrade(Option<lockdep::TimedUpgrade>);
+pub(crate) enum TimedUpgrade {
+    /// Nothing to undo (the guard tracks nothing).
+    Untracked,
+    /// The entry this thread's stack had, moved by `lockdep::upgrade_timed`.
+    Here(lockdep::TimedUpgrade),
+    /// The entry is on the acquiring thread's stack (a guard that moved): its mode changed by
+    /// mail, and changes back the same way.
+    #[cfg(feature = "send_guard")]
+    Away,
+}
 
 /// A borrowed [`Dep`], for guards that do not borrow the whole lock (mapped guards).
 pub(crate) type DepRef<'a> = &'a Dep;
@@ -435,30 +444,62 @@ impl Track {
         self.resume(dep, saved, site);
     }
 
+    /// Whether this guard's entry is on another thread's held stack: with `send_guard`, a
+    /// guard that moved from the thread that acquired it. Its mode changes then go to that
+    /// thread by mail (`lockdep::change_held_mode_from`).
+    #[inline]
+    fn away(&self) -> bool {
+        #[cfg(feature = "send_guard")]
+        return self.home != lockdep::current_holder();
+        #[cfg(not(feature = "send_guard"))]
+        false
+    }
+
+    /// The held entry is held in mode `to` from now on, on whichever thread's stack it is.
+    #[inline]
+    fn change_mode(&self, dep: &Dep, to: Mode) {
+        #[cfg(feature = "send_guard")]
+        if self.away() {
+            lockdep::change_held_mode_from(self.home, &dep.map, self.mode(), to);
+            return;
+        }
+        lockdep::change_held_mode(&dep.map, self.mode(), to);
+    }
+
+    /// The track word of this acquisition held in mode `mode`.
+    #[inline]
+    fn set_word_mode(&mut self, mode: Mode) {
+        self.word = ptr::without_provenance(
+            HELD | mode_code(mode) << MODE_SHIFT | usize::from(self.subclass()) << SUBCLASS_SHIFT,
+        );
+    }
+
     /// Changes the mode of the held entry in place, without validation (downgrade, a
     /// successful try-upgrade: neither can wait). The kernel's `lock_downgrade()`.
     #[inline]
     pub(crate) fn set_mode(&mut self, dep: &Dep, mode: Mode) {
         if self.is_held() {
-            lockdep::change_held_mode(&dep.map, self.mode(), mode);
-            self.word = ptr::without_provenance(
-                HELD | mode_code(mode) << MODE_SHIFT
-                    | usize::from(self.subclass()) << SUBCLASS_SHIFT,
-            );
+            self.change_mode(dep, mode);
+            self.set_word_mode(mode);
         }
     }
 
     /// A blocking upgrade of a held upgradable read to a write (`lockdep::upgrade`):
     /// validated as an exclusive acquisition under the other held locks before the caller
-    /// blocks; the entry moves to the top of the held stack, held exclusively.
+    /// blocks; the entry moves to the top of the held stack, held exclusively. A guard whose
+    /// entry is on another thread's stack waits here: the wait is validated against this
+    /// thread's held locks (`lockdep::might_lock` as a read, an upgrade's dependencies), and
+    /// the other thread learns the new mode by mail.
     #[inline]
     pub(crate) fn upgrade(&mut self, dep: &Dep, site: Site) {
         if self.is_held() {
-            lockdep::upgrade(&dep.map, site);
-            self.word = ptr::without_provenance(
-                HELD | mode_code(Mode::Exclusive) << MODE_SHIFT
-                    | usize::from(self.subclass()) << SUBCLASS_SHIFT,
-            );
+            if self.away() {
+                lockdep::might_lock(&dep.map, self.subclass(), Mode::Read, site);
+                self.change_mode(dep, Mode::Exclusive);
+            } else {
+                lockdep::upgrade(&dep.map, site);
+            }
+            self.set_word_mode(Mode::Exclusive);
         }
     }
 
@@ -468,27 +509,29 @@ impl Track {
     #[inline]
     pub(crate) fn upgrade_timed(&mut self, dep: &Dep, site: Site) -> TimedUpgrade {
         if !self.is_held() {
-            return TimedUpgrade(None);
+            return TimedUpgrade::Untracked;
+        }
+        #[cfg(feature = "send_guard")]
+        if self.away() {
+            self.upgrade(dep, site);
+            return TimedUpgrade::Away;
         }
         let undo = lockdep::upgrade_timed(&dep.map, site);
-        self.word = ptr::without_provenance(
-            HELD | mode_code(Mode::Exclusive) << MODE_SHIFT
-                | usize::from(self.subclass()) << SUBCLASS_SHIFT,
-        );
-        TimedUpgrade(Some(undo))
+        self.set_word_mode(Mode::Exclusive);
+        TimedUpgrade::Here(undo)
     }
 
     /// A timed upgrade that gave up: the lock is the upgradable read it still is, back at its
     /// place on the held stack with its acquisition site (`lockdep::upgrade_timed_out`).
     #[inline]
     pub(crate) fn upgrade_failed(&mut self, dep: &Dep, upgrade: TimedUpgrade) {
-        if let Some(undo) = upgrade.0 {
-            lockdep::upgrade_timed_out(&dep.map, undo);
-            self.word = ptr::without_provenance(
-                HELD | mode_code(super::UPGRADABLE) << MODE_SHIFT
-                    | usize::from(self.subclass()) << SUBCLASS_SHIFT,
-            );
+        match upgrade {
+            TimedUpgrade::Untracked => return,
+            TimedUpgrade::Here(undo) => lockdep::upgrade_timed_out(&dep.map, undo),
+            #[cfg(feature = "send_guard")]
+            TimedUpgrade::Away => self.change_mode(dep, super::UPGRADABLE),
         }
+        self.set_word_mode(super::UPGRADABLE);
     }
 }
 

@@ -96,6 +96,9 @@ pub(crate) struct Mail {
     /// Every entry of the instance (its lock was freed) rather than the topmost one (a guard
     /// released on another thread).
     pub all: bool,
+    /// Not a release: the entry stays, held in this mode from now on (a guard that moved to
+    /// another thread was downgraded or upgraded there).
+    pub becomes: Option<Mode>,
 }
 
 impl Mail {
@@ -562,7 +565,8 @@ impl Record {
             return;
         }
         let mail = self.mail.lock().unwrap_or_else(|e| e.into_inner());
-        for m in mail.iter() {
+        // A pending mode change shows the old mode until the owner applies it.
+        for m in mail.iter().filter(|m| m.becomes.is_none()) {
             if m.all {
                 held.retain(|e| e.instance() != m.instance);
             } else if let Some(i) = held

@@ -449,6 +449,12 @@ impl ThreadState {
     #[cold]
     fn apply_mail(&mut self, r: &'static Record) {
         for m in r.take_mail() {
+            if let Some(mode) = m.becomes {
+                if let Some(i) = self.find_release(m.find()) {
+                    self.set_mode(i, mode);
+                }
+                continue;
+            }
             while let Some(i) = self.find_release(m.find()) {
                 // Its pairs are the poster's business (it marks the map, or forgets the
                 // freed instance itself).

@@ -104,6 +104,7 @@ pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
                         instance: e.instance,
                         mode: None,
                         all: true,
+                        becomes: None,
                     },
                 );
                 reports.push(build::held_lock_freed_elsewhere(
@@ -131,9 +132,25 @@ pub(crate) fn post_release(holder: Holder, instance: usize, mode: Option<Mode>) 
             instance,
             mode,
             all: false,
+            becomes: None,
         },
     );
     if !posted {
         super::orphans::forget(holder, instance);
     }
+}
+
+/// Asks the thread of `holder` to hold its entry of `instance` in mode `from` (else its
+/// topmost of `instance`) in mode `to` from now on (a guard it acquired changed mode on
+/// another thread). If that holding is over, nothing happens.
+pub(crate) fn post_mode_change(holder: Holder, instance: usize, from: Mode, to: Mode) {
+    let _ = record::Record::post(
+        holder,
+        Mail {
+            instance,
+            mode: Some(from),
+            all: false,
+            becomes: Some(to),
+        },
+    );
 }
