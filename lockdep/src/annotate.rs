@@ -45,7 +45,7 @@ pub fn held_locks() -> Vec<LockDesc> {
 #[track_caller]
 pub fn assert_held(map: &LockMap) {
     if !is_held(map) {
-        fail(AssertKind::NotHeld, map.name(), Location::caller());
+        fail(AssertKind::NotHeld, &map.report_name(), Location::caller());
     }
 }
 
@@ -56,8 +56,10 @@ pub fn assert_held(map: &LockMap) {
 pub fn assert_held_mode(map: &LockMap, mode: Mode) {
     let site = Location::caller();
     match with_state(|st| st.find(map.instance()).map(|i| st.entry(i).mode)).flatten() {
-        None => fail(AssertKind::NotHeld, map.name(), site),
-        Some(m) if m.is_read() != mode.is_read() => fail(AssertKind::WrongMode, map.name(), site),
+        None => fail(AssertKind::NotHeld, &map.report_name(), site),
+        Some(m) if m.is_read() != mode.is_read() => {
+            fail(AssertKind::WrongMode, &map.report_name(), site)
+        }
         Some(_) => {}
     }
 }
@@ -67,7 +69,7 @@ pub fn assert_held_mode(map: &LockMap, mode: Mode) {
 #[track_caller]
 pub fn assert_not_held(map: &LockMap) {
     if is_held(map) {
-        fail(AssertKind::Held, map.name(), Location::caller());
+        fail(AssertKind::Held, &map.report_name(), Location::caller());
     }
 }
 
@@ -114,7 +116,7 @@ fn set_mode_of(map: &LockMap, entry: Find, mode: Mode, site: &'static Location<'
         None => false,
     });
     if ok == Some(false) {
-        fail(AssertKind::NotHeld, map.name(), site);
+        fail(AssertKind::NotHeld, &map.report_name(), site);
     }
 }
 
@@ -189,13 +191,13 @@ fn upgrade_keeping(map: &LockMap, site: &'static Location<'static>) -> Option<(u
     };
     let found = with_state(|st| locate(st).map(|i| st.entry(i).mode)).flatten();
     let Some(mode) = found else {
-        fail(AssertKind::NotHeld, map.name(), site);
+        fail(AssertKind::NotHeld, &map.report_name(), site);
         return None;
     };
     if mode != Mode::Upgradable {
         // Reported while the entry is still on the stack, so the report lists it (the
         // report's handler may lock and unlock: the entry is looked up again below).
-        fail(AssertKind::WrongMode, map.name(), site);
+        fail(AssertKind::WrongMode, &map.report_name(), site);
     }
     let (index, entry) = with_state(|st| locate(st).map(|i| (i, st.remove(i)))).flatten()?;
     if entry.paired {
@@ -241,7 +243,7 @@ pub fn set_held_subclass(map: &LockMap, subclass: u8) {
         None => false,
     });
     if ok == Some(false) {
-        fail(AssertKind::NotHeld, map.name(), site);
+        fail(AssertKind::NotHeld, &map.report_name(), site);
     }
 }
 
@@ -258,7 +260,7 @@ pub fn pin(map: &LockMap) {
         None => false,
     });
     if ok == Some(false) {
-        fail(AssertKind::NotHeld, map.name(), Location::caller());
+        fail(AssertKind::NotHeld, &map.report_name(), Location::caller());
     }
 }
 
@@ -267,7 +269,7 @@ pub fn pin(map: &LockMap) {
 pub fn unpin(map: &LockMap) {
     let ok = with_state(|st| st.find(map.instance()).is_some_and(|i| st.unpin(i)));
     if ok == Some(false) {
-        fail(AssertKind::BadUnpin, map.name(), Location::caller());
+        fail(AssertKind::BadUnpin, &map.report_name(), Location::caller());
     }
 }
 
@@ -291,7 +293,7 @@ pub fn detach(map: &LockMap) -> Option<DetachedLock> {
     })
     .flatten();
     if entry.is_none() {
-        fail(AssertKind::NotHeld, map.name(), Location::caller());
+        fail(AssertKind::NotHeld, &map.report_name(), Location::caller());
     }
     entry.map(|entry| DetachedLock { entry })
 }

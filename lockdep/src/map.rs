@@ -156,7 +156,9 @@ impl LockMap {
     /// taken above it, as if it were not there. The kernel's `lockdep_set_novalidate_class()`,
     /// for locks whose nesting the validator cannot express. `const`.
     pub const fn novalidate(name: &'static str) -> LockMap {
-        LockMap::from_key(name, !name.is_empty(), KeyRef::NoValidate)
+        // With no name, it reads as what it is (it has no class to be named after).
+        let label = if name.is_empty() { "novalidate" } else { name };
+        LockMap::from_key(label, !name.is_empty(), KeyRef::NoValidate)
     }
 
     /// A map that is its own class (opt-in per-instance mode, like tracing-mutex or Abseil):
@@ -237,6 +239,18 @@ impl LockMap {
     #[inline]
     pub(crate) fn name_meta(&self) -> u64 {
         self.label_meta
+    }
+
+    /// How reports about this map itself name it (an assertion, a bad unlock, a key misuse):
+    /// its name, or, unnamed, the name its class gets (`Mutex<u64>@src/bank.rs:12`,
+    /// `key@0x…`), as the held-lock lists show it. Allocates for an unnamed map: for report
+    /// paths only.
+    pub(crate) fn report_name(&self) -> std::borrow::Cow<'static, str> {
+        if self.is_named() {
+            std::borrow::Cow::Borrowed(self.name())
+        } else {
+            std::borrow::Cow::Owned(self.class_name())
+        }
     }
 
     /// The name, if the map has one.

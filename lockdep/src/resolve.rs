@@ -71,13 +71,13 @@ pub(crate) fn resolve_locked(
         return NONE;
     }
     if subclass >= MAX_SUBCLASSES {
-        misuse::report_lock(KeyMisuse::InvalidSubclass, map.name(), site);
+        misuse::report_lock(KeyMisuse::InvalidSubclass, &map.report_name(), site);
         return NONE;
     }
     if let KeyRef::Dynamic { addr, serial } = key {
         // The lock-free, hazard-pointer-protected lookup (kernel: `is_dynamic_key()`).
         if !lookup::is_registered(addr, serial) {
-            misuse::report_lock(KeyMisuse::NotRegistered, map.name(), site);
+            misuse::report_lock(KeyMisuse::NotRegistered, &map.report_name(), site);
             return NONE;
         }
     }
@@ -90,7 +90,7 @@ pub(crate) fn resolve_locked(
                 // graph lock, so this answer is final.
                 if !lookup::is_registered_locked(&g, addr, serial) {
                     drop(g);
-                    misuse::report_lock(KeyMisuse::NotRegistered, map.name(), site);
+                    misuse::report_lock(KeyMisuse::NotRegistered, &map.report_name(), site);
                     return NONE;
                 }
             }

@@ -560,7 +560,20 @@ pub(crate) fn release_slow(map: &LockMap, found: Release, site: Site) {
     if let Release::Marked { paired: true, .. } = found {
         map.mark_paired();
     }
-    thread::report_release(found, map.name(), map.cached(0), map.instance(), site);
+    // Only a report needs the name (which allocates for an unnamed map).
+    if let Release::NotHeld
+    | Release::Marked {
+        pinned: Some(_), ..
+    } = found
+    {
+        thread::report_release(
+            found,
+            &map.report_name(),
+            map.cached(0),
+            map.instance(),
+            site,
+        );
+    }
 }
 
 /// The current stack, captured at most once per validation, and only if a dependency is new

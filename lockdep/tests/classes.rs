@@ -236,3 +236,27 @@ fn a_class_with_no_name_and_no_site_reads_as_its_key() {
     assert!(text.contains(&format!("key@{:p}", &K2)), "{text}");
     assert!(!text.contains("()"), "{text}");
 }
+
+/// Reports about a map itself (an assertion, a release of a lock not held) name an unnamed
+/// map as its class reads (`kind<type>@file:line`), not by its bare kind, which every unnamed
+/// lock of that kind shares.
+#[test]
+fn reports_about_an_unnamed_map_name_it_as_its_class() {
+    let _h = start();
+    let m = LockMap::of_type::<u64>("Mutex");
+    lockdep::assert_held(&m);
+    let line = line!() - 2;
+    let expect = format!("Mutex<u64>@lockdep/tests/classes.rs:{line}");
+    let r = take();
+    assert!(
+        matches!(&r[..], [Report::AssertionFailed { lock, .. }] if *lock == expect),
+        "{r:#?}"
+    );
+    unlock(&m);
+    let r = take();
+    assert!(
+        matches!(&r[..], [Report::BadUnlockBalance { releasing, .. }] if releasing.class_name == expect),
+        "{r:#?}"
+    );
+    assert_reports!();
+}

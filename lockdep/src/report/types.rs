@@ -358,7 +358,8 @@ pub enum Report {
         thread: ThreadDesc,
         /// Which assertion.
         kind: AssertKind,
-        /// The lock map's name (empty for `assert_none_held`).
+        /// The lock map's name, or for an unnamed map its class's (`Mutex<u64>@src/bank.rs:12`);
+        /// empty for `assert_none_held`.
         lock: String,
         /// Where. For a release by guard drop, whose site is unknown
         /// ([`release_guard`](crate::release_guard)), lockdep's placeholder site, for which
