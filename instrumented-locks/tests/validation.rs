@@ -754,3 +754,35 @@ fn a_guard_of_a_lock_held_twice_releases_its_own_entry() {
     assert!(take().is_empty());
     assert_eq!(held_count(), 0);
 }
+
+/// lock_stat times each guard's own hold of a lock held twice in two modes: the read guard
+/// dropped first ends the read's hold, not the upgradable read's. (Each hold here lasts at
+/// least the sleep before its release, whatever the machine's speed: a hold ended by the
+/// wrong guard would be the instant between the two acquisitions.)
+#[test]
+fn lock_stat_times_each_guard_of_a_lock_held_twice() {
+    let _h = start();
+    lockdep::reset_lock_stat();
+    lockdep::set_lock_stat(true);
+    let rw = RwLock::named(0, "STAT TWICE");
+    let pause = Duration::from_millis(20);
+    let r = rw.read();
+    std::thread::sleep(pause);
+    let u = rw.upgradable_read();
+    drop(r);
+    std::thread::sleep(pause);
+    let w = RwLockUpgradableReadGuard::upgrade(u);
+    std::thread::sleep(pause);
+    drop(w);
+    lockdep::set_lock_stat(false);
+    let s = lockdep::lock_stat();
+    let c = s.class("STAT TWICE").expect("stats of the lock");
+    assert_eq!((c.acquisitions, c.hold.count), (2, 2));
+    assert!(
+        c.hold.min_ns >= pause.as_nanos() as u64,
+        "every hold lasts at least {pause:?}: {:?}",
+        c.hold
+    );
+    take();
+    assert_eq!(held_count(), 0);
+}

@@ -10,6 +10,7 @@ use std::panic::Location;
 
 use crate::graph_lock::graph_lock;
 use crate::held::{Find, HeldLock, ThreadState};
+use crate::lock_stat;
 use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::report::{self, build, AssertKind, LockDesc};
@@ -108,15 +109,16 @@ pub fn change_held_mode(map: &LockMap, from: Mode, to: Mode) {
 }
 
 fn set_mode_of(map: &LockMap, entry: Find, mode: Mode, site: &'static Location<'static>) {
-    let ok = with_state(|st| match st.find_release(entry) {
-        Some(i) => {
-            st.set_mode(i, mode);
-            true
-        }
-        None => false,
+    let was = with_state(|st| {
+        let i = st.find_release(entry)?;
+        let was = st.entry(i).mode;
+        st.set_mode(i, mode);
+        Some(was)
     });
-    if ok == Some(false) {
-        fail(AssertKind::NotHeld, &map.report_name(), site);
+    match was {
+        Some(None) => fail(AssertKind::NotHeld, &map.report_name(), site),
+        Some(Some(was)) if lock_stat::on() => lock_stat::change_mode(map, was, mode),
+        _ => {}
     }
 }
 
@@ -178,6 +180,9 @@ pub fn upgrade_timed_out(map: &LockMap, upgrade: TimedUpgrade) {
         let at = i.min(st.len());
         st.insert(at, entry);
     });
+    if lock_stat::on() {
+        lock_stat::change_mode(map, Mode::Exclusive, entry.mode);
+    }
 }
 
 /// [`upgrade`]; returns where the upgradable entry was and the entry, if there was one.
@@ -200,6 +205,9 @@ fn upgrade_keeping(map: &LockMap, site: &'static Location<'static>) -> Option<(u
         fail(AssertKind::WrongMode, &map.report_name(), site);
     }
     let (index, entry) = with_state(|st| locate(st).map(|i| (i, st.remove(i)))).flatten()?;
+    if lock_stat::on() {
+        lock_stat::change_mode(map, entry.mode, Mode::Exclusive);
+    }
     if entry.paired {
         map.mark_paired();
     }

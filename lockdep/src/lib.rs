@@ -658,7 +658,7 @@ fn release_from_entry(holder: Option<Holder>, map: &LockMap, mode: Option<Mode>)
             // learns it may have some, so that its drop forgets them.
             map.mark_paired();
             if lock_stat::on() {
-                lock_stat::release_from(h, map);
+                lock_stat::release_from(h, map, mode);
             }
             thread::post_release(h, map.instance(), mode);
         }

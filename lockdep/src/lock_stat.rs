@@ -19,7 +19,10 @@ use hdrhistogram::Histogram;
 use crate::class::ClassId;
 use crate::graph_lock::graph_lock;
 use crate::held::record::{now_ns, Holder};
+use crate::held::slot::tagged;
+use crate::held::Find;
 use crate::map::LockMap;
+use crate::mode::Mode;
 
 static ON: AtomicBool = AtomicBool::new(false);
 
@@ -71,8 +74,8 @@ struct Table {
     /// that `holding` can name it by index: a release hashes nothing).
     index: hashbrown::HashMap<Key, usize>,
     counts: Vec<(Key, Counts)>,
-    /// The locks this thread holds: instance, place in `counts`, and the time their hold
-    /// started, in acquisition order.
+    /// The locks this thread holds: instance with mode (as `held::slot::tagged` makes it),
+    /// place in `counts`, and the time their hold started, in acquisition order.
     holding: Vec<(usize, usize, u64)>,
     /// The start of the current contended wait.
     waiting: Option<(usize, u64)>,
@@ -93,6 +96,28 @@ impl Table {
             counts.len() - 1
         })
     }
+
+    /// The hold a release of `map` ends: the latest one in `mode` if it is given and there is
+    /// one, else the latest of `map` (as the held stack picks the entry).
+    fn hold_of(&self, map: &LockMap, mode: Option<Mode>) -> Option<usize> {
+        let exact = Find::of(map.instance(), mode);
+        let any = Find::any(map.instance());
+        let holds = &self.holding;
+        holds
+            .iter()
+            .rposition(|h| exact.matches_word(h.0))
+            .or_else(|| holds.iter().rposition(|h| any.matches_word(h.0)))
+    }
+}
+
+/// This thread's hold of `map` in mode `from` (else its latest of `map`) goes on in mode `to`
+/// (a downgrade or an upgrade: the hold is not restarted).
+pub(crate) fn change_mode(map: &LockMap, from: Mode, to: Mode) {
+    with_table(|t| {
+        if let Some(i) = t.hold_of(map, Some(from)) {
+            t.holding[i].0 = tagged(map.instance(), to);
+        }
+    });
 }
 
 struct Counts {
@@ -190,13 +215,15 @@ fn with_table(f: impl FnOnce(&mut Table)) {
 }
 
 /// An acquisition of `map` (subclass `subclass`) was recorded.
-pub(crate) fn acquire(map: &LockMap, subclass: u8) {
+pub(crate) fn acquire(map: &LockMap, subclass: u8, mode: Mode) {
     let key = (map.cached(subclass), map.name());
     let now = now_ns();
     with_table(|t| {
         let i = t.place(key);
         t.counts[i].1.acquisitions += 1;
-        t.holding.push((map.instance(), i, now));
+        // The instance with the mode, as a held slot's first word: a release that names its
+        // mode ends the hold it started.
+        t.holding.push((tagged(map.instance(), mode), i, now));
     });
 }
 
@@ -204,7 +231,12 @@ pub(crate) fn acquire(map: &LockMap, subclass: u8) {
 pub(crate) fn contended(map: &LockMap, site: &'static Location<'static>) {
     let now = now_ns();
     with_table(|t| {
-        let Some(&(_, i, _)) = t.holding.iter().rev().find(|h| h.0 == map.instance()) else {
+        let Some(&(_, i, _)) = t
+            .holding
+            .iter()
+            .rev()
+            .find(|h| Find::any(map.instance()).matches_word(h.0))
+        else {
             return;
         };
         let c = &mut t.counts[i].1;
@@ -224,7 +256,12 @@ pub(crate) fn acquired(map: &LockMap) {
         if instance != map.instance() {
             return;
         }
-        let Some(h) = t.holding.iter_mut().rev().find(|h| h.0 == instance) else {
+        let Some(h) = t
+            .holding
+            .iter_mut()
+            .rev()
+            .find(|h| Find::any(instance).matches_word(h.0))
+        else {
             return;
         };
         h.2 = now;
@@ -248,17 +285,22 @@ fn record(h: &mut Histogram<u64>, ns: u64) {
 pub(crate) fn hold_restarts(map: &LockMap) {
     let now = now_ns();
     with_table(|t| {
-        if let Some(h) = t.holding.iter_mut().rev().find(|h| h.0 == map.instance()) {
+        if let Some(h) = t
+            .holding
+            .iter_mut()
+            .rev()
+            .find(|h| Find::any(map.instance()).matches_word(h.0))
+        {
             h.2 = now;
         }
     });
 }
 
 /// `map` was released: its hold time is recorded.
-pub(crate) fn release(map: &LockMap) {
+pub(crate) fn release(map: &LockMap, mode: Option<Mode>) {
     let now = now_ns();
     with_table(|t| {
-        let Some(i) = t.holding.iter().rposition(|h| h.0 == map.instance()) else {
+        let Some(i) = t.hold_of(map, mode) else {
             return;
         };
         let (_, place, since) = t.holding.remove(i);
@@ -271,7 +313,7 @@ pub(crate) fn release(map: &LockMap) {
 /// acquiring thread's table, where it started, and leaves that table's holds. Takes the
 /// table list's mutex and the acquiring thread's table mutex (never held together with this
 /// thread's own).
-pub(crate) fn release_from(holder: Holder, map: &LockMap) {
+pub(crate) fn release_from(holder: Holder, map: &LockMap, mode: Option<Mode>) {
     let now = now_ns();
     let tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
     for t in tables.iter() {
@@ -283,7 +325,7 @@ pub(crate) fn release_from(holder: Holder, map: &LockMap) {
         if t.epoch != EPOCH.load(Ordering::Relaxed) {
             return;
         }
-        if let Some(i) = t.holding.iter().rposition(|h| h.0 == map.instance()) {
+        if let Some(i) = t.hold_of(map, mode) {
             let (_, place, since) = t.holding.remove(i);
             record(&mut t.counts[place].1.hold, now.saturating_sub(since));
         }

@@ -151,7 +151,7 @@ fn acquire_general_counted(
 ) {
     acquire_general(map, subclass, mode, trylock, nest_lock, site);
     if lock_stat::on() {
-        lock_stat::acquire(map, subclass);
+        lock_stat::acquire(map, subclass, mode);
     }
 }
 
@@ -549,7 +549,7 @@ pub(crate) fn release_general(map: &LockMap, site: Site, mode: Option<Mode>) {
 #[inline(never)]
 pub(crate) fn release_general_counted(map: &LockMap, site: Site, mode: Option<Mode>) {
     if lock_stat::on() {
-        lock_stat::release(map);
+        lock_stat::release(map, mode);
     }
     release_general(map, site, mode);
 }
