@@ -257,10 +257,7 @@ mod send {
     /// operation (which applies what other threads posted).
     fn held_after_mail() -> Vec<(Option<&'static str>, lockdep::Mode, u32)> {
         drop(Mutex::named(0, "NUDGE").lock());
-        lockdep::held_locks()
-            .iter()
-            .map(|l| (l.name, l.mode, l.site.line()))
-            .collect()
+        super::common::held_entries()
     }
 
     /// A guard downgraded on another thread: the acquiring thread's entry, the guard's own,

@@ -706,14 +706,6 @@ fn a_timed_upgrade_that_gives_up_leaves_the_entry_as_it_was() {
     assert_eq!(held_count(), 0);
 }
 
-/// This thread's held entries: (name, mode, acquiring line), bottom first.
-fn held_now() -> Vec<(Option<&'static str>, lockdep::Mode, u32)> {
-    lockdep::held_locks()
-        .iter()
-        .map(|l| (l.name, l.mode, l.site.line()))
-        .collect()
-}
-
 #[test]
 fn a_guard_of_a_lock_held_twice_releases_its_own_entry() {
     use lockdep::Mode::{Read, Upgradable};
@@ -726,7 +718,7 @@ fn a_guard_of_a_lock_held_twice_releases_its_own_entry() {
     let u = rw.upgradable_read();
     assert_eq!(take().len(), 1);
     drop(r);
-    assert_eq!(held_now(), [(Some("TWICE"), Upgradable, at)]);
+    assert_eq!(common::held_entries(), [(Some("TWICE"), Upgradable, at)]);
     // So a read under it is silent, and its upgrade too.
     drop(rw.read());
     let w = RwLockUpgradableReadGuard::upgrade(u);
@@ -738,7 +730,7 @@ fn a_guard_of_a_lock_held_twice_releases_its_own_entry() {
     let at = line!() + 1;
     let r = rw.read();
     drop(u);
-    assert_eq!(held_now(), [(Some("TWICE"), Read, at)]);
+    assert_eq!(common::held_entries(), [(Some("TWICE"), Read, at)]);
     let r2 = rw.read();
     assert_reports!(Report::RecursiveLocking(_));
     drop((r2, r));
@@ -747,7 +739,10 @@ fn a_guard_of_a_lock_held_twice_releases_its_own_entry() {
     let r = rw.read();
     let r0 = RwLockUpgradableReadGuard::downgrade(u);
     assert_eq!(
-        held_now().iter().map(|e| e.1).collect::<Vec<_>>(),
+        common::held_entries()
+            .iter()
+            .map(|e| e.1)
+            .collect::<Vec<_>>(),
         [Read, Read]
     );
     drop((r, r0));

@@ -187,3 +187,11 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// This thread's held entries as (name, mode, acquiring line), bottom first.
+pub fn held_entries() -> Vec<(Option<&'static str>, lockdep::Mode, u32)> {
+    lockdep::held_locks()
+        .iter()
+        .map(|l| (l.name, l.mode, l.site.line()))
+        .collect()
+}
