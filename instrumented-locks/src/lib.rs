@@ -210,7 +210,19 @@
 //!   guard is away (until it is dropped): the locks that thread takes meanwhile depend on it.
 //!   A thread holding a guard that another thread acquired has no entry for it (lockdep does
 //!   not know when a guard moves, only where it is dropped), and locks held at the exit of a
-//!   thread are not reported once guards are movable (a leaked guard included).
+//!   thread are not reported once guards are movable (a leaked guard included). A guard
+//!   downgraded or upgraded away from home changes its entry there by mail; its upgrade's
+//!   wait is validated on the thread that waits.
+//! - One thread's two guards of one rwlock in *different* modes each release and change
+//!   their own entry. Two in the *same* mode (two `read_recursive` guards) are told apart
+//!   only by place, as in the kernel: the topmost entry goes, whichever guard drops first.
+//!   `force_unlock_read` likewise takes the topmost entry of the lock.
+//! - A `ReentrantMutex` is tracked by its outermost guard; dropped before a nested one, the
+//!   mutex stops being seen as held while the nested guard lives (no false report, missed
+//!   dependencies).
+//! - An upgrade is validated as an acquisition that waits for the lock's readers; a cycle
+//!   through another thread's exclusive holding of the lock, which cannot coexist with the
+//!   upgrading thread's upgradable read, is still reported (an over-approximation).
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
