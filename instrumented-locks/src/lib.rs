@@ -216,7 +216,7 @@
 //! - One thread's two guards of one rwlock in *different* modes each release and change
 //!   their own entry. Two in the *same* mode (two `read_recursive` guards) are told apart
 //!   only by place, as in the kernel: the topmost entry goes, whichever guard drops first.
-//!   `force_unlock_read` likewise takes the topmost entry of the lock.
+//!   `force_unlock_read` takes the topmost read entry (plain or recursive) of the lock.
 //! - A `ReentrantMutex` is tracked by its outermost guard; dropped before a nested one, the
 //!   mutex stops being seen as held while the nested guard lives (no false report, missed
 //!   dependencies).

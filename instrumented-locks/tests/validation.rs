@@ -781,3 +781,28 @@ fn lock_stat_times_each_guard_of_a_lock_held_twice() {
     take();
     assert_eq!(held_count(), 0);
 }
+
+/// `force_unlock_read` after a forgotten read guard releases the read's entry, not the
+/// upgradable read the thread also holds (which is on top): a read under the upgradable
+/// read and its upgrade stay silent.
+#[test]
+fn force_unlock_read_releases_the_forgotten_reads_entry() {
+    use lockdep::Mode::Upgradable;
+    let _h = start();
+    let rw = RwLock::named(0, "FORGOT");
+    std::mem::forget(rw.read());
+    let at = line!() + 1;
+    let u = rw.upgradable_read();
+    assert_eq!(
+        take().len(),
+        1,
+        "an upgradable read under a read is reported"
+    );
+    // SAFETY: the read holding is the forgotten guard's, which nothing owns any more.
+    unsafe { rw.force_unlock_read() };
+    assert_eq!(common::held_entries(), [(Some("FORGOT"), Upgradable, at)]);
+    drop(rw.read());
+    drop(RwLockUpgradableReadGuard::upgrade(u));
+    assert!(take().is_empty());
+    assert_eq!(held_count(), 0);
+}

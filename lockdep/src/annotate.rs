@@ -122,6 +122,21 @@ fn set_mode_of(map: &LockMap, entry: Find, mode: Mode, site: &'static Location<'
     }
 }
 
+/// The mode of this thread's topmost entry of `map` held for reading (plain or recursive),
+/// if it has one.
+pub(crate) fn held_read_mode(map: &LockMap) -> Option<Mode> {
+    with_state(|st| {
+        st.entries()
+            .iter()
+            .rev()
+            .find(|h| {
+                h.instance == map.instance() && matches!(h.mode, Mode::Read | Mode::RecursiveRead)
+            })
+            .map(|h| h.mode)
+    })
+    .flatten()
+}
+
 /// Upgrades the held upgradable read of `map` to a write lock (parking_lot's
 /// `RwLockUpgradableReadGuard::upgrade`): validated as an acquisition of the lock that waits
 /// for its readers (no other thread can hold it upgradable or exclusively meanwhile; see the

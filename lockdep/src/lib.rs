@@ -694,6 +694,18 @@ pub fn force_release(map: &LockMap, site: &'static Location<'static>) {
     }
 }
 
+/// [`force_release`] for a forgotten *read* guard (a plain or a recursive read: the force
+/// unlock does not say which): this thread's topmost entry of `map` held for reading, if it
+/// has one, so that an upgradable read or a write of the lock that it also holds keeps its
+/// entry; otherwise as [`force_release`]. Thread-safe.
+pub fn force_release_read(map: &LockMap, site: &'static Location<'static>) {
+    let read = annotate::held_read_mode(map);
+    match read {
+        Some(mode) => release_mode(map, mode, site),
+        None => force_release(map, site),
+    }
+}
+
 /// Declares that guards may move between threads (a lock wrapper whose guards are `Send`, as
 /// instrumented-locks' `send_guard` feature, declares it at its first acquisition): a thread
 /// that exits while holding locks then reports nothing for them, as their guards may live on

@@ -158,6 +158,22 @@ impl Dep {
         locked
     }
 
+    /// [`force_release`](Self::force_release) of a forgotten read guard
+    /// (`lockdep::force_release_read`: the entry of a read, not of another holding of the
+    /// lock this thread also has).
+    #[inline]
+    pub(crate) fn force_release_read(&self, locked: bool, site: Site) -> bool {
+        if !crate::is_enabled() {
+            return true;
+        }
+        if locked {
+            lockdep::force_release_read(&self.map, site);
+        } else {
+            lockdep::release(&self.map, site);
+        }
+        locked
+    }
+
     #[track_caller]
     pub(crate) fn assert_held(&self) {
         if crate::is_enabled() {

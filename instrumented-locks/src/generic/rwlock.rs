@@ -207,7 +207,7 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
     super::force_unlocks! {
         /// Releases a shared holding without a guard (after `mem::forget` of one), and this
         /// thread's held-lock entry of the lock, if it has one.
-        force_unlock_read;
+        @read force_unlock_read;
         /// Releases an exclusive holding without a guard; see
         /// [`force_unlock_read`](Self::force_unlock_read).
         force_unlock_write;
@@ -231,7 +231,7 @@ impl<R: RawRwLock, T: ?Sized> RwLock<R, T> {
 impl<R: RawRwLockFair, T: ?Sized> RwLock<R, T> {
     super::force_unlocks! {
         /// [`force_unlock_read`](Self::force_unlock_read) with a fair unlock.
-        force_unlock_read_fair;
+        @read force_unlock_read_fair;
         /// [`force_unlock_write`](Self::force_unlock_write) with a fair unlock.
         force_unlock_write_fair;
     }
