@@ -100,13 +100,7 @@ impl Table {
     /// The hold a release of `map` ends: the latest one in `mode` if it is given and there is
     /// one, else the latest of `map` (as the held stack picks the entry).
     fn hold_of(&self, map: &LockMap, mode: Option<Mode>) -> Option<usize> {
-        let exact = Find::of(map.instance(), mode);
-        let any = Find::any(map.instance());
-        let holds = &self.holding;
-        holds
-            .iter()
-            .rposition(|h| exact.matches_word(h.0))
-            .or_else(|| holds.iter().rposition(|h| any.matches_word(h.0)))
+        Find::of(map.instance(), mode).pick(&self.holding, |h| h.0)
     }
 }
 

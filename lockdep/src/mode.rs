@@ -33,8 +33,9 @@ impl Mode {
     }
 
     /// A small integer for hashing and bit sets (the kernel's `read` value; 3 for
-    /// upgradable).
-    pub(crate) fn code(self) -> u64 {
+    /// upgradable), below 4: also the mode bits of a held slot's first word and `meta`.
+    #[inline(always)]
+    pub(crate) const fn code(self) -> u64 {
         match self {
             Mode::Exclusive => 0,
             Mode::Read => 1,

@@ -297,8 +297,7 @@ pub(crate) fn acquire_with(
             let me = Acquiring {
                 class,
                 instance: map.instance(),
-                // An upgrade's dependencies are a read's (see `HeldLock::acquired_as`).
-                mode: if upgrade { Mode::Read } else { mode },
+                mode: HeldLock::mode_acquired_as(mode, upgrade),
                 nest,
             };
             if local != Hit::Plain && !cached_elsewhere(st, next.key(), local, me) {

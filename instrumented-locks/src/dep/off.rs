@@ -64,11 +64,7 @@ impl Dep {
     #[inline(always)]
     pub(crate) fn release_own(&self, _site: Site) {}
     #[inline(always)]
-    pub(crate) fn force_release(&self, _locked: bool, _site: Site) -> bool {
-        true
-    }
-    #[inline(always)]
-    pub(crate) fn force_release_read(&self, _locked: bool, _site: Site) -> bool {
+    pub(crate) fn force_release(&self, _locked: bool, _site: Site, _read: bool) -> bool {
         true
     }
     #[inline(always)]

@@ -144,32 +144,18 @@ impl Dep {
     /// (`lockdep::force_release`); silent if no thread has one. A raw lock that is not locked
     /// gives lockdep's "bad unlock balance" at `site` (unless this thread still has an entry
     /// of the lock, which then goes silently). Returns whether the caller may unlock the raw
-    /// lock: not when it was not locked.
+    /// lock: not when it was not locked. `read`: the forgotten guard was a read guard, so this
+    /// thread's entry of a read goes, not of another holding of the lock it also has
+    /// (`lockdep::force_release_read`).
     #[inline]
-    pub(crate) fn force_release(&self, locked: bool, site: Site) -> bool {
+    pub(crate) fn force_release(&self, locked: bool, site: Site, read: bool) -> bool {
         if !crate::is_enabled() {
             return true;
         }
-        if locked {
-            lockdep::force_release(&self.map, site);
-        } else {
-            lockdep::release(&self.map, site);
-        }
-        locked
-    }
-
-    /// [`force_release`](Self::force_release) of a forgotten read guard
-    /// (`lockdep::force_release_read`: the entry of a read, not of another holding of the
-    /// lock this thread also has).
-    #[inline]
-    pub(crate) fn force_release_read(&self, locked: bool, site: Site) -> bool {
-        if !crate::is_enabled() {
-            return true;
-        }
-        if locked {
-            lockdep::force_release_read(&self.map, site);
-        } else {
-            lockdep::release(&self.map, site);
+        match (locked, read) {
+            (true, true) => lockdep::force_release_read(&self.map, site),
+            (true, false) => lockdep::force_release(&self.map, site),
+            (false, _) => lockdep::release(&self.map, site),
         }
         locked
     }
@@ -426,7 +412,7 @@ impl Track {
         // A guard sent to another thread: its entry leaves the acquiring thread's held stack
         // (lockdep applies it there before that thread's next lock operation).
         #[cfg(feature = "send_guard")]
-        if self.home != lockdep::current_holder() {
+        if self.away() {
             lockdep::release_from_mode(self.home, &dep.map, mode);
             return;
         }

@@ -264,7 +264,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     /// For a force-unlock at `site`: true if the calling thread owns a level; else reports
     /// the bad unlock balance (the validator's, when validation is on) and returns false.
     fn owns_a_level(&self, site: crate::dep::Site) -> bool {
-        self.inner.is_owned_by_current_thread() || self.dep.force_release(false, site)
+        self.inner.is_owned_by_current_thread() || self.dep.force_release(false, site, false)
     }
 }
 

@@ -265,8 +265,8 @@ pub(crate) use validator_queries;
 /// `force_unlock*` methods: release the held-lock entry a forgotten guard left (on this
 /// thread or the one that forgot it), then lock_api's method of the same name. A lock that is
 /// not locked at all is reported as a bad unlock balance at the caller and left alone.
-/// A method marked `@read` releases the entry of a forgotten read guard
-/// (`Dep::force_release_read`).
+/// A method marked `@read` releases the entry of a forgotten read guard (`Dep::force_release`
+/// with `read`).
 macro_rules! force_unlocks {
     ($($(#[$m:meta])* $(@$read:ident)? $name:ident;)*) => {$(
         $(#[$m])*
@@ -279,19 +279,18 @@ macro_rules! force_unlocks {
         #[track_caller]
         pub unsafe fn $name(&self) {
             let locked = self.inner.is_locked();
-            let site = $crate::generic::here();
-            let release = $crate::generic::force_unlocks!(@release self, locked, site $(, $read)?);
-            if release {
+            let read = $crate::generic::force_unlocks!(@read $($read)?);
+            if self.dep.force_release(locked, $crate::generic::here(), read) {
                 // SAFETY: the caller takes over lock_api's contract.
                 unsafe { self.inner.$name() }
             }
         }
     )*};
-    (@release $s:ident, $locked:ident, $site:ident) => {
-        $s.dep.force_release($locked, $site)
+    (@read) => {
+        false
     };
-    (@release $s:ident, $locked:ident, $site:ident, read) => {
-        $s.dep.force_release_read($locked, $site)
+    (@read read) => {
+        true
     };
 }
 pub(crate) use force_unlocks;

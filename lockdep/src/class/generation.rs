@@ -17,8 +17,8 @@ use crate::limits::MAX_CLASSES;
 struct Generation(AtomicU64);
 
 /// One word per class slot: the id ([`ClassId::to_bits`]) of the slot's class while it lives
-/// (an odd generation), or of its last class's successor-to-be while the slot is free (an even
-/// generation, which no class id has). So the fast path's liveness check is one compare of a
+/// (an odd generation); while the slot is free, its index with an even generation, which no
+/// class id has. So the fast path's liveness check is one compare of a
 /// cached id with this word. A zero-initialized static (in .bss, 64 bytes a slot: pages are
 /// only touched when classes use them), so the fast path needs no lazy-initialization check.
 static GENERATIONS: [Generation; MAX_CLASSES] =

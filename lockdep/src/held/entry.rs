@@ -51,10 +51,17 @@ impl HeldLock {
     /// a miss).
     #[inline]
     pub fn acquired_as(&self) -> Mode {
-        if self.upgrade {
+        HeldLock::mode_acquired_as(self.mode, self.upgrade)
+    }
+
+    /// [`acquired_as`](Self::acquired_as) of an acquisition in `mode`, an upgrade's if
+    /// `upgrade`, before its entry is made.
+    #[inline(always)]
+    pub fn mode_acquired_as(mode: Mode, upgrade: bool) -> Mode {
+        if upgrade {
             Mode::Read
         } else {
-            self.mode
+            mode
         }
     }
 

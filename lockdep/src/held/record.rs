@@ -569,11 +569,7 @@ impl Record {
         for m in mail.iter().filter(|m| m.becomes.is_none()) {
             if m.all {
                 held.retain(|e| e.instance() != m.instance);
-            } else if let Some(i) = held
-                .iter()
-                .rposition(|e| m.find().matches_word(e.tagged()))
-                .or_else(|| held.iter().rposition(|e| e.instance() == m.instance))
-            {
+            } else if let Some(i) = m.find().pick(held, RawSlot::tagged) {
                 held.remove(i);
             }
         }

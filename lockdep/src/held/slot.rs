@@ -10,12 +10,13 @@
 //! so that one compare finds an instance's entry in a given mode.
 //!
 //! Fields fall in two groups:
-//! - **shown to other threads**: the instance and mode, the class, the `meta` word's mode, trylock,
-//!   named and subclass bits and the name's length, the site and the name's address. The
-//!   owner changes them only by a push (after moving the counter) or inside a write section.
+//! - **shown to other threads**: the instance and mode, the class, the `meta` word's mode,
+//!   trylock, named and subclass bits and the name's length, the site and the name's
+//!   address. The owner changes them only by a push (after moving the counter) or inside a
+//!   write section.
 //! - **the owner's alone**: the chain key, the nest_lock, the fast path's memo, and `meta`'s
-//!   pin count and paired bit. Readers ignore them, so the owner changes them with no section (`meta` is one word:
-//!   a reader gets its shown bits whole either way).
+//!   pin count and paired bit. Readers ignore them, so the owner changes them with no section
+//!   (`meta` is one word: a reader gets its shown bits whole either way).
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -43,24 +44,14 @@ const MEMO: u64 = 1 << 63;
 /// The low bits of a slot's first word that hold the entry's mode (see [`tagged`]).
 pub(crate) const MODE_BITS: usize = 0b11;
 
-/// The code of `mode` in a slot's first word and in `meta` (bits 0..2).
-#[inline(always)]
-pub(crate) const fn mode_code(mode: Mode) -> usize {
-    match mode {
-        Mode::Exclusive => 0,
-        Mode::Read => 1,
-        Mode::RecursiveRead => 2,
-        Mode::Upgradable => 3,
-    }
-}
-
-/// A slot's first word for an entry of lock instance `instance` (a `LockMap`'s address, so
-/// its two low bits are zero: the map module asserts its alignment) held in `mode`: the instance with the mode's code in those
-/// bits. A release that knows its guard's mode compares this one word to find its own entry
-/// when the thread holds the lock twice in two modes (an rwlock's read and upgradable read).
+/// A slot's first word for an entry of lock instance `instance` held in `mode`: the instance
+/// (a `LockMap`'s address, whose two low bits are zero: the map module asserts its
+/// alignment) with [`Mode::code`] in those bits. A release that knows its guard's mode
+/// compares this one word to find its own entry when the thread holds the lock twice in two
+/// modes (an rwlock's read and upgradable read).
 #[inline(always)]
 pub(crate) const fn tagged(instance: usize, mode: Mode) -> usize {
-    instance | mode_code(mode)
+    instance | mode.code() as usize
 }
 
 /// Which held entry a release takes: the topmost of a lock instance, in a given mode or in
@@ -118,6 +109,18 @@ impl Find {
     #[inline(always)]
     pub fn matches_word(self, word: usize) -> bool {
         word & self.mask == self.word
+    }
+
+    /// The index of the entry this release takes among `items`, bottom first, whose first
+    /// words `word` gives: the topmost that matches, else (a mode not held) the topmost of the
+    /// instance in any mode. The held stack, a reader's copy of it and lock_stat's holds pick
+    /// the same way.
+    pub fn pick<T>(self, items: &[T], word: impl Fn(&T) -> usize) -> Option<usize> {
+        let any = Find::any(self.instance());
+        items
+            .iter()
+            .rposition(|t| self.matches_word(word(t)))
+            .or_else(|| items.iter().rposition(|t| any.matches_word(word(t))))
     }
 }
 
@@ -185,7 +188,7 @@ pub(crate) fn shown_meta(
 /// The `meta` bits of an acquisition's own facts: its mode, trylock flag and subclass.
 #[inline(always)]
 pub(crate) const fn acquisition_meta(mode: Mode, trylock: bool, subclass: u8) -> u64 {
-    mode_code(mode) as u64 | (trylock as u64) << 2 | (subclass as u64) << 8
+    mode.code() | (trylock as u64) << 2 | (subclass as u64) << 8
 }
 
 /// The `meta` bits of the lock's name: whether it is one (else a kind) and its length (cut at

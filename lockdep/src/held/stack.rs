@@ -516,10 +516,7 @@ impl ThreadState {
     /// gives one and the thread has such an entry, else the topmost of its instance.
     #[inline]
     pub fn find_release(&self, release: Find) -> Option<usize> {
-        let held = &self.slots()[..self.len()];
-        held.iter()
-            .rposition(|s| release.matches(s))
-            .or_else(|| self.find(release.instance()))
+        release.pick(&self.slots()[..self.len()], Slot::tagged)
     }
 
     /// The depth word: the record's while the thread has one, else
