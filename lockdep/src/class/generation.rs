@@ -135,7 +135,8 @@ mod tests {
         assert_ne!(a, b);
         assert!(is_live(b) && !is_live(a));
         make_dead(index);
-        // Near the wrap: the word never becomes 0 or an old id.
+        // Near the wrap: the word never becomes 0 or an old id. Relaxed (here and below): this
+        // test is the slot's only user.
         word(index).store(
             ClassId::new(index, GEN_MASK - 1).to_bits(),
             Ordering::Relaxed,
@@ -155,6 +156,7 @@ mod tests {
     fn none_is_never_live_once_sealed() {
         assert!(!is_live(ClassId::NONE));
         seal();
+        // Relaxed: this thread's own seal (or a later store) is what it reads.
         assert_ne!(word(0).load(Ordering::Relaxed), 0);
         assert!(!is_live_sealed(ClassId::NONE));
     }
