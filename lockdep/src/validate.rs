@@ -691,12 +691,9 @@ fn check_deadlock(
         Nesting::InstanceOrder => {
             // An ordered run: every held instance has a path to the top, so the pair with
             // the top is the only new one a cycle could need.
-            if let Some((fp, i)) = run {
+            if let Some((_, i)) = run {
                 let held = st.entry(i);
-                if st
-                    .pairs
-                    .is_run(nesting::pair_epoch(), next.class, fp, held.instance)
-                {
+                if is_ordered_run(g, st, next.class) {
                     let kind = Kind::of(held.mode, next.acquired_as());
                     if !check_pair_add(g, st, &held, next, kind, reports, trace) {
                         return SameClassHeld::Deadlock;
@@ -715,6 +712,24 @@ fn check_deadlock(
             SameClassHeld::No
         }
     }
+}
+
+/// True if the held instances of `class`, bottom to top, each have the exclusive pair with
+/// the next one in the instance graph: then each has a path of exclusive pairs to the top,
+/// and a new instance needs only its pair with the top. For a candidate run ([`run_of`]: all
+/// held exclusively). Decided from the graph, under the graph lock, and not from this
+/// thread's cache of runs: which pairs get recorded, and so the dependencies a later report
+/// shows, must not depend on what a direct-mapped cache happened to keep. Cost: one hash
+/// lookup per held instance of the class.
+fn is_ordered_run(g: &Global, st: &ThreadState, class: ClassId) -> bool {
+    let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
+    let mut below = None;
+    st.entries().iter().filter(|h| h.class == class).all(|h| {
+        let paired =
+            below.is_none_or(|from| g.graph.instances.has(class.index(), from, h.instance, kind));
+        below = Some(h.instance);
+        paired
+    })
 }
 
 /// Records the instance pair `held -> next` of one class unless it closes a strong cycle

@@ -456,3 +456,46 @@ fn a_lock_freed_from_the_middle_of_a_run_keeps_the_order_around_it() {
     unlock(a);
     unlock(c);
 }
+
+/// The pairs a run records do not depend on what this thread's cache of runs kept: here the
+/// cache is emptied while a run is held (a freed lock that had pairs moves the pair epoch),
+/// and the next shard still adds only its pair with the top, as it does with the cache full.
+/// So the same program records the same pairs, and a later cycle report shows the same
+/// dependencies, whatever a direct-mapped cache happened to keep.
+#[test]
+fn a_run_records_the_same_pairs_when_the_threads_cache_of_runs_was_emptied() {
+    let _h = start();
+    for empty_the_cache in [false, true] {
+        lockdep::reset();
+        let s = accounts(3);
+        lock(s[0]);
+        lock(s[1]);
+        if empty_the_cache {
+            // Two instances of another class: nested, they have a pair.
+            let other = || Box::new(LockMap::of_type::<u8>("Mutex"));
+            let (x, y) = (other(), other());
+            lock(&x);
+            lock(&y);
+            unlock(&y);
+            unlock(&x);
+            drop(y);
+            drop(x);
+        }
+        lock(s[2]);
+        assert_eq!(
+            lockdep::stats().instance_pairs,
+            2,
+            "0 -> 1 and 1 -> 2 only (cache emptied: {empty_the_cache})"
+        );
+        unlock(s[2]);
+        unlock(s[1]);
+        unlock(s[0]);
+        // 2 then 0 closes the cycle through both pairs: two hops, in either case.
+        lock(s[2]);
+        lock(s[0]);
+        let r = assert_reports!(Report::CircularDependency(_));
+        assert_eq!(circular(&r[0]).cycle.len(), 3, "{}", r[0]);
+        unlock(s[0]);
+        unlock(s[2]);
+    }
+}
