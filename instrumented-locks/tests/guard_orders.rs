@@ -1,7 +1,8 @@
-//! Random programs of guards, each run twice: with lockdep's fast path, and with every lock
-//! operation sent down the general path (`lockdep::set_lock_stat(true)`). The held stacks and
-//! the reports must be the same after every step, and every acquisition's recursive-locking
-//! verdict must be the one a model of the lock modes gives.
+//! Random programs of guards, each run three times: with lockdep's fast path, with every lock
+//! operation sent down the general path (`lockdep::set_lock_stat(true)`), and with the chain
+//! cache off (`lockdep::set_chain_cache(false)`: every nested acquisition validated as a new
+//! chain). The held stacks and the reports must be the same after every step, and every
+//! acquisition's recursive-locking verdict must be the one a model of the lock modes gives.
 //!
 //! The programs mix mutexes (some of one class), two rwlocks taken in every mode (so one
 //! thread often holds one rwlock twice or three times, in different modes), upgrades,
@@ -459,21 +460,26 @@ fn random_guard_programs_give_the_same_verdicts_on_the_fast_and_general_paths() 
         lockdep::set_lock_stat(true);
         let (general, general_wrong) = run_all(&l, seed, programs);
         lockdep::set_lock_stat(false);
-        assert!(
-            fast_wrong.is_empty(),
-            "seed {seed}, fast path: {fast_wrong:#?}"
-        );
-        assert!(
-            general_wrong.is_empty(),
-            "seed {seed}, general path: {general_wrong:#?}"
-        );
-        if let Some(i) = (0..fast.len().max(general.len())).find(|&i| fast.get(i) != general.get(i))
-        {
-            panic!(
-                "seed {seed}: the paths differ at step {i}:\nfast:    {:?}\ngeneral: {:?}",
-                fast.get(i),
-                general.get(i)
-            );
+        // No cache answers: every nested acquisition is validated as a new chain.
+        lockdep::set_chain_cache(false);
+        let (uncached, uncached_wrong) = run_all(&l, seed, programs);
+        lockdep::set_chain_cache(true);
+        for (name, wrong) in [
+            ("fast path", &fast_wrong),
+            ("general path", &general_wrong),
+            ("no chain cache", &uncached_wrong),
+        ] {
+            assert!(wrong.is_empty(), "seed {seed}, {name}: {wrong:#?}");
+        }
+        for (name, other) in [("fast", &fast), ("no chain cache", &uncached)] {
+            let n = other.len().max(general.len());
+            if let Some(i) = (0..n).find(|&i| other.get(i) != general.get(i)) {
+                panic!(
+                    "seed {seed}: {name} and general differ at step {i}:\n{name}: {:?}\ngeneral: {:?}",
+                    other.get(i),
+                    general.get(i)
+                );
+            }
         }
     }
     lockdep::set_report_repeats(false);

@@ -16,9 +16,13 @@
 //!
 //! A chain whose last lock is of a class already held below it ("A then A", two instances of
 //! one class) is cached with a mark: the top bit of the stored key, which a computed key never
-//! has. A hit on a marked chain ([`Hit::Nested`]) only says that the *classes* were validated;
-//! the instances must still be checked ([`pair_cache`](crate::pair_cache)). An unmarked hit
-//! costs exactly one comparison, as before.
+//! has. So is a chain whose held locks may include the last lock's own instance under another
+//! class (a held class of the same key under another subclass, a held class that is no longer
+//! live, or a held lock with no class): the chain key names classes, so the same chain with another instance on top
+//! says nothing about re-locking a held instance. A hit on a marked chain ([`Hit::Nested`])
+//! only says that the *classes* were validated; the instances must still be checked (the
+//! held locks for the new lock's instance, and [`pair_cache`](crate::pair_cache) for the
+//! other instances of its class). An unmarked hit costs exactly one comparison, as before.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -43,8 +47,8 @@ pub(crate) enum Hit {
     Miss,
     /// Validated; nothing more to check.
     Plain,
-    /// Validated as classes; its last lock nests in its own class, so the instance pairs
-    /// must be checked too.
+    /// Validated as classes; its last lock nests in its own class, or its instance may be
+    /// held under another class, so the instances must be checked too.
     Nested,
 }
 

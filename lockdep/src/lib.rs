@@ -177,8 +177,11 @@
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
 //!    each new dependency `prev -> next`, the strong-path search (`graph::search`) looks for
 //!    a path `next ->* prev`; if there is none the dependency is recorded (`graph::table`)
-//!    and the chain cached (marked if it nests a class in itself; the checked pairs go to the
-//!    thread's `pair_cache`).
+//!    and the chain cached (marked if it nests a class in itself, or if a held lock may be
+//!    the new lock's own instance under another class: a hit on a marked chain still looks
+//!    at the held instances; the checked pairs go to the thread's `pair_cache`). A key
+//!    unregistered while a lock of it is held makes the chains over that lock stale: they
+//!    are forgotten (the kernel's `zap_class()` removes a zapped class's chains).
 //! 5. **Report** (`report`): a problem is built into a [`Report`] (`report::build`) while the
 //!    graph lock is held, and delivered (`report::delivery`: suppressions, test scope,
 //!    deduplication, then the [`Policy`]) after it is released, before the entry is pushed.
@@ -287,6 +290,9 @@
 //! - **lock_stat** ([`set_lock_stat`], [`lock_stat`]): per-class acquisitions, contentions, wait
 //!   and hold times (the kernel's `/proc/lock_stat`); off, nothing on the fast paths (on, each
 //!   thread's record carries a bit that sends them to the slow paths, which count).
+//! - **The chain cache switch** ([`set_chain_cache`]): off, every nested acquisition is
+//!   validated as if its chain were new; for checking that no cache changes a verdict (the
+//!   crate's own differential tests run every sequence with it on and off).
 //!
 //! The record is not tied to an OS thread but to a *holding* ([`Holder`]): async tasks that hold
 //! locks across polls will get records of their own, swapped in as the thread's current record
@@ -487,6 +493,23 @@ pub use watchdog::{
 pub fn set_max_depth(depth: usize) {
     settings::store_max_depth(depth);
     held::record::Record::nudge_all();
+}
+
+/// Turns the chain cache on (the default) or off. Off, no cache answers for an acquisition:
+/// neither a thread's chain cache, nor the global chain table, nor the cache of checked
+/// instance pairs, so every acquisition made with a lock held is validated under the graph
+/// lock as if its chain were new, and the fast paths give way to the general ones.
+///
+/// For checking the validator itself: a cache only saves the validation of a chain seen
+/// before, so the reports and the dependencies recorded (and [`dependencies`] and the
+/// dependencies a report shows) must be the same with it on or off; a difference is a bug of
+/// lockdep's. Off, every nested acquisition takes the global graph lock: much slower, and
+/// threads serialize on it. Thread-safe; takes effect on every thread's next acquisition.
+pub fn set_chain_cache(enabled: bool) {
+    held::record::set_slow_all(|| {
+        settings::store_chain_cache(enabled);
+        !enabled || lock_stat::on()
+    });
 }
 
 /// Records that this thread is acquiring the lock `map` (the kernel's `lock_acquire()`).

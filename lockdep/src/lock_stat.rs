@@ -149,7 +149,7 @@ impl Counts {
 
 /// Whether lock_stat is on. One relaxed load, made on the slow paths only: while it is on,
 /// every thread's record carries a bit that sends its fast paths there
-/// (`record::set_stat_all`), so off it costs the fast paths nothing of their own.
+/// (`record::set_slow_all`), so off it costs the fast paths nothing of their own.
 #[inline]
 pub(crate) fn on() -> bool {
     // Relaxed: a switch; an event racing with the switch is counted or not.
@@ -164,8 +164,12 @@ pub fn set_lock_stat(on: bool) {
         // counted under the old epoch or the new one, either way within one on-period.
         EPOCH.fetch_add(1, Ordering::Relaxed);
     }
-    // Relaxed: see `on`; every thread's record gets the switch's bit, under the same mutex.
-    crate::held::record::set_stat_all(on, || ON.store(on, Ordering::Relaxed));
+    // Every thread's record gets the slow-path bit, under the same mutex as the switch.
+    crate::held::record::set_slow_all(|| {
+        // Relaxed: see `on`.
+        ON.store(on, Ordering::Relaxed);
+        on || !crate::settings::chain_cache()
+    });
 }
 
 /// Forgets every count. Thread-safe.

@@ -8,6 +8,7 @@ use crate::limits::DEFAULT_MAX_DEPTH;
 static MAX_DEPTH: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_DEPTH);
 static REPORT_REPEATS: AtomicBool = AtomicBool::new(false);
 static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
+static CHAIN_CACHE: AtomicBool = AtomicBool::new(true);
 
 /// Stores the depth limit (see the crate's `set_max_depth`, which also tells every thread).
 pub(crate) fn store_max_depth(depth: usize) {
@@ -64,4 +65,20 @@ pub fn set_capture_backtraces(on: bool) {
 pub(crate) fn capture_backtraces() -> bool {
     // Relaxed: an independent setting.
     CAPTURE_BACKTRACES.load(Ordering::Relaxed)
+}
+
+/// Stores the chain cache's switch (see the crate's `set_chain_cache`, which also sends every
+/// thread's fast paths to the slow ones while it is off).
+pub(crate) fn store_chain_cache(enabled: bool) {
+    // Relaxed: an independent setting, read on the slow paths only (the fast paths are kept
+    // off them by each record's bit, set under the same mutex as this store).
+    CHAIN_CACHE.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether the chain cache (and the instance pair cache beside it) may answer for an
+/// acquisition; `true` unless `set_chain_cache(false)`.
+#[inline]
+pub(crate) fn chain_cache() -> bool {
+    // Relaxed: see `store_chain_cache`.
+    CHAIN_CACHE.load(Ordering::Relaxed)
 }

@@ -300,7 +300,9 @@ pub(crate) fn acquire_with(
                 mode: HeldLock::mode_acquired_as(mode, upgrade),
                 nest,
             };
-            if local != Hit::Plain && !cached_elsewhere(st, next.key(), local, me) {
+            let cached = settings::chain_cache()
+                && (local == Hit::Plain || cached_elsewhere(st, next.key(), local, me));
+            if !cached {
                 return FastPath::Slow;
             }
         }
@@ -401,9 +403,28 @@ fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
     top.map(|i| (fp, i))
 }
 
-/// For a chain that nests `next`'s class in itself: true if every held lock of that class is
-/// either the same instance held compatibly, or another instance whose pair with `next` this
-/// thread checked before (or that a held nest_lock serializes); or if they are an ordered run
+/// Whether a held lock of `next`'s chain could be `next`'s own instance under another class:
+/// a held class of `next`'s key (another subclass of it), a held class that is no longer
+/// live (its key was unregistered while the lock was held; a lock taken again gets a new
+/// class), or a held lock with no class (taken while its key was not registered, say). Such a chain is cached with the mark, like a chain that nests a class in itself,
+/// so that a hit on it still looks for `next`'s instance among the held locks: the chain key
+/// names classes, not instances, and the same chain with another instance on top was valid.
+/// A function of the chain key (of the classes on the stack), so the mark is the same for
+/// every stack with that key. Under the graph lock.
+fn may_hold_instance(g: &Global, st: &ThreadState, next: &HeldLock) -> bool {
+    let Some(key) = g.graph.class(next.class).map(|c| c.key) else {
+        return false;
+    };
+    st.entries()
+        .iter()
+        .any(|h| h.class != next.class && g.graph.class(h.class).is_none_or(|c| c.key == key))
+}
+
+/// For a chain cached with the mark (one that nests `next`'s class in itself, or whose held
+/// locks may include `next`'s instance under another class, see [`may_hold_instance`]): true
+/// if every held lock of `next`'s instance is held compatibly (in any class), and every other
+/// instance of `next`'s class is one whose pair with `next` this thread checked before (or
+/// that a held nest_lock serializes); or if the held locks of the class are an ordered run
 /// whose top's pair with `next` this thread checked (then the run grows by `next`). `scan`
 /// is [`run_of`]`(st, next)`. No lock taken.
 #[inline(never)]
@@ -424,22 +445,21 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
         }
     }
     let pairs = &st.pairs;
-    st.entries()
-        .iter()
-        .filter(|h| h.class == next.class)
-        .all(|h| {
-            if h.instance == next.instance {
-                !blocks(next.mode, h.mode)
-            } else {
-                next.nest != 0
-                    || pairs.contains(
-                        h.instance,
-                        next.instance,
-                        next.class,
-                        Kind::of(h.mode, next.mode),
-                    )
-            }
-        })
+    st.entries().iter().all(|h| {
+        if h.instance == next.instance {
+            !blocks(next.mode, h.mode)
+        } else if h.class == next.class {
+            next.nest != 0
+                || pairs.contains(
+                    h.instance,
+                    next.instance,
+                    next.class,
+                    Kind::of(h.mode, next.mode),
+                )
+        } else {
+            true
+        }
+    })
 }
 
 /// Validates and pushes what the general path could not. `held` is the graph-lock section
@@ -474,12 +494,13 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, mut held: O
             None
         };
         let hit = match st.cache.lookup(key) {
+            _ if !settings::chain_cache() => Hit::Miss,
             Hit::Miss => chain::global_lookup(key),
             h => h,
         };
         match hit {
             Hit::Plain if !nested => return reports,
-            Hit::Nested if nested && pairs_checked(st, me, scan) => {
+            Hit::Nested if pairs_checked(st, me, scan) => {
                 st.cache.insert(key, true);
                 return reports;
             }
@@ -489,12 +510,14 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, mut held: O
         let epoch = nesting::pair_epoch();
         let mut checked = Vec::new();
         let verdict = validate_chain(&mut g, st, &entry, scan, &mut reports, &mut checked);
+        // The mark: a hit on this chain must look at the held instances (see `chain::Hit`).
+        let marked = nested || may_hold_instance(&g, st, &entry);
         if verdict == Verdict::Valid {
-            chain::global_insert(key, nested);
+            chain::global_insert(key, marked);
         }
         drop(g);
         if verdict == Verdict::Valid {
-            st.cache.insert(key, nested);
+            st.cache.insert(key, marked);
         }
         if !checked.is_empty() {
             // Checked under `epoch`: if it moved meanwhile, the next check empties the cache.
@@ -901,7 +924,9 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
         }
         // A key no real acquisition has: `map`'s class as a trylock under a nest_lock.
         let key = chain::extend(st.top_key(), class, Mode::Exclusive, true, true);
-        if st.cache.lookup(key) == Hit::Plain || chain::global_lookup(key) == Hit::Plain {
+        if settings::chain_cache()
+            && (st.cache.lookup(key) == Hit::Plain || chain::global_lookup(key) == Hit::Plain)
+        {
             return reports;
         }
         let mut g = graph_lock();

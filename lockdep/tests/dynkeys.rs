@@ -294,6 +294,68 @@ fn unregister_reports_another_threads_held_lock_of_the_key() {
     take();
 }
 
+/// A lock held while its key is unregistered keeps its entry, with its class dead: the walk
+/// for new dependencies skips it from then on, so a lock taken over it depends on the held
+/// lock below. The chain ("s, the key's lock, t") was cached while the class lived (then it
+/// gave only "the key's lock -> t"); the cache must not answer for it now, or "s -> t" is
+/// never recorded and the inversion "t then s" goes unreported. For the unregistering thread
+/// itself and for another thread that holds the lock (told by mail).
+#[test]
+fn a_chain_cached_before_a_held_locks_key_went_is_validated_again() {
+    for holder_is_me in [true, false] {
+        let _h = start();
+        let key: &'static DynamicKey = Box::leak(Box::new(DynamicKey::new("churned")));
+        let c: &'static LockMap = Box::leak(Box::new(LockMap::with_dynamic_key("c", key)));
+        let (s, t) = (new_lock("s"), new_lock("t"));
+        let chain = move || {
+            for _ in 0..3 {
+                lock(t);
+                unlock(t);
+            }
+        };
+        let held_over = move |then: &dyn Fn()| {
+            lock(s);
+            lock(c);
+            chain();
+            then();
+            chain();
+            unlock(c);
+            unlock(s);
+        };
+        if holder_is_me {
+            held_over(&|| {});
+            held_over(&|| key.unregister());
+        } else {
+            let (locked_tx, locked_rx) = mpsc::channel();
+            let (gone_tx, gone_rx) = mpsc::channel::<()>();
+            let holder = std::thread::spawn(move || {
+                held_over(&|| {});
+                held_over(&|| {
+                    locked_tx.send(()).unwrap();
+                    gone_rx.recv().unwrap();
+                });
+            });
+            locked_rx.recv().unwrap();
+            key.unregister();
+            gone_tx.send(()).unwrap();
+            holder.join().unwrap();
+        }
+        assert_reports!(Report::KeyMisuse {
+            kind: KeyMisuse::UnregisterWhileHeld,
+            ..
+        });
+        assert!(
+            lockdep::dependencies()
+                .iter()
+                .any(|d| d.from == "s" && d.to == "t"),
+            "holder is the unregistering thread: {holder_is_me}; {:?}",
+            lockdep::dependencies()
+        );
+        pair(t, s);
+        assert_one_cycle(&["s", "t"]);
+    }
+}
+
 /// A thread blocked waiting for a lock of the key (validated, on its stack, announced with
 /// `lock_contended`) is named by the unregister too: it holds the lock as soon as the holder
 /// lets go.

@@ -1,8 +1,10 @@
 //! The fast path against the slow path, on random operation sequences: the same sequence is
-//! run with the fast paths live and with lock_stat on (which sends every acquisition and
-//! release to the general paths), on a fresh thread and on one that ran sequences before
-//! (its slots hold old entries, memos and marks). The reports, the held stack after every
-//! operation and the final dependencies must be the same.
+//! run with the fast paths live (on a fresh thread, and on one that ran sequences before: its
+//! slots hold old entries, memos and marks), with lock_stat on (which sends every acquisition
+//! and release to the general paths), and with the chain cache off (no cache answers: every
+//! nested acquisition is validated under the graph lock). The reports, the held stack after
+//! every operation and the final dependencies (their kinds, first sites and the instance
+//! pairs kept) must be the same.
 //!
 //! Operations: acquisitions in every mode, trylocks, subclasses, nest locks and three sites;
 //! LIFO and out-of-order releases; mode and subclass changes of held locks; pin and unpin;
@@ -227,12 +229,13 @@ fn apply(w: &World, op: Op, held: &mut Vec<usize>) {
 /// every operation. Now and then the last few operations are replayed, as they were or
 /// without their nest locks (the same locks at the same sites over whatever the stack's
 /// slots kept from the first time: stale nest locks, pins and memos).
-fn run(w: &World, seed: u64, slow: bool) -> Vec<String> {
+fn run(w: &World, seed: u64, paths: Paths) -> Vec<String> {
     lockdep::reset();
     if !w.key.is_registered() {
         w.key.register();
     }
-    lockdep::set_lock_stat(slow);
+    lockdep::set_lock_stat(paths == Paths::General);
+    lockdep::set_chain_cache(paths != Paths::Uncached);
     let mut rng = Rng(seed.wrapping_mul(2_654_435_761).wrapping_add(12_345));
     lockdep::set_max_depth(if rng.below(2) == 0 {
         2 + rng.below(3)
@@ -300,9 +303,50 @@ fn run(w: &World, seed: u64, slow: bool) -> Vec<String> {
         .collect();
     deps.sort();
     log.push(format!("dependencies {deps:?}"));
+    log.push(format!("dependency sites {:?}", dot_edges()));
+    log.push(format!(
+        "instance pairs {}",
+        lockdep::stats().instance_pairs
+    ));
     lockdep::set_lock_stat(false);
+    lockdep::set_chain_cache(true);
     lockdep::set_max_depth(lockdep::DEFAULT_MAX_DEPTH);
     log
+}
+
+/// Which paths a run takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Paths {
+    /// The fast paths, as in a program.
+    Fast,
+    /// Every operation on the general paths (lock_stat on), the caches in use.
+    General,
+    /// The general paths with the chain cache off.
+    Uncached,
+}
+
+/// The edges of [`lockdep::dot`] (kinds and first sites), the class numbers replaced by
+/// the class names, sorted (the numbers and the order depend on slot reuse).
+fn dot_edges() -> Vec<String> {
+    let dot = lockdep::dot();
+    let mut names = std::collections::HashMap::new();
+    for line in dot.lines() {
+        if let Some((node, label)) = line.trim().split_once(" [label=") {
+            if !node.contains("->") {
+                names.insert(node.to_owned(), label.trim_end_matches("];").to_owned());
+            }
+        }
+    }
+    let mut edges: Vec<String> = dot
+        .lines()
+        .filter_map(|line| {
+            let (pair, label) = line.trim().split_once(" [label=")?;
+            let (from, to) = pair.split_once(" -> ")?;
+            Some(format!("{} -> {} {label}", names[from], names[to]))
+        })
+        .collect();
+    edges.sort();
+    edges
 }
 
 /// The first line where `got` and `want` differ, with the lines before it.
@@ -313,7 +357,7 @@ fn first_difference(got: &[String], want: &[String]) -> Option<String> {
         s += &format!("    both: {line}\n");
     }
     s += &format!(
-        "    slow: {}\n    fast: {}",
+        "    general: {}\n    this:    {}",
         want.get(k).map_or("-", |x| x),
         got.get(k).map_or("-", |x| x)
     );
@@ -330,15 +374,20 @@ fn the_fast_path_gives_the_slow_paths_verdicts() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(400);
     for seed in 0..seeds {
-        let slow = run(w, seed, true);
+        let slow = run(w, seed, Paths::General);
         // A fresh thread (empty slots), then this thread (slots of every earlier sequence).
-        let fresh = std::thread::spawn(move || run(w, seed, false))
+        let fresh = std::thread::spawn(move || run(w, seed, Paths::Fast))
             .join()
             .unwrap();
-        let reused = run(w, seed, false);
-        for (name, fast) in [("a fresh thread", &fresh), ("a used thread", &reused)] {
+        let reused = run(w, seed, Paths::Fast);
+        let uncached = run(w, seed, Paths::Uncached);
+        for (name, fast) in [
+            ("the fast path on a fresh thread", &fresh),
+            ("the fast path on a used thread", &reused),
+            ("no chain cache", &uncached),
+        ] {
             if let Some(d) = first_difference(fast, &slow) {
-                panic!("seed {seed}, fast path on {name}:\n{d}");
+                panic!("seed {seed}, {name}:\n{d}");
             }
         }
     }

@@ -109,6 +109,64 @@ fn relocking_a_held_instance_under_another_subclass_is_recursive_locking() {
     }
 }
 
+/// The same re-lock of a held instance under another subclass, after its chain ("the class,
+/// then the class under subclass 1") was validated and cached with *another* instance on top:
+/// the cache must not answer for it. Also for a lock still held from before its dynamic key
+/// was unregistered and registered again (its entry has the old, dead class; the lock taken
+/// again gets the new one): reported, after the same chain with another instance was cached.
+#[test]
+fn a_cached_chain_does_not_hide_a_held_instance_under_another_class() {
+    let _h = start();
+    let (a, b) = two_of_one_class();
+    for _ in 0..3 {
+        lock(a);
+        lock_nested(b, 1);
+        unlock(b);
+        unlock(a);
+    }
+    assert_reports!();
+    lock(a);
+    lock_nested(a, 1);
+    let r = assert_reports!(Report::RecursiveLocking(_));
+    let Report::RecursiveLocking(s) = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(s.holding.instance, s.acquiring.instance);
+    unlock(a);
+    unlock(a);
+    assert!(lockdep::held_locks().is_empty());
+    take();
+
+    let key: &'static DynamicKey = Box::leak(Box::new(DynamicKey::new("churned")));
+    let leak = |m: LockMap| -> &'static LockMap { Box::leak(Box::new(m)) };
+    let (c, d) = (
+        leak(LockMap::with_dynamic_key("c", key)),
+        leak(LockMap::with_dynamic_key("d", key)),
+    );
+    let x = new_lock("x");
+    lock(c);
+    key.unregister();
+    key.register();
+    take();
+    lock(x);
+    for _ in 0..3 {
+        lock(d);
+        unlock(d);
+    }
+    assert_reports!();
+    lock(c);
+    let r = assert_reports!(Report::RecursiveLocking(_));
+    let Report::RecursiveLocking(s) = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(s.holding.instance, s.acquiring.instance);
+    unlock(c);
+    unlock(x);
+    unlock(c);
+    assert!(lockdep::held_locks().is_empty());
+    take();
+}
+
 /// Two named maps of one class (one construction line, one key).
 fn two_of_one_class() -> (&'static LockMap, &'static LockMap) {
     static KEY: lockdep::LockClassKey = lockdep::LockClassKey::new();

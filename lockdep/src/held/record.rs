@@ -99,9 +99,22 @@ pub(crate) struct Mail {
     /// Not a release: the entry stays, held in this mode from now on (a guard that moved to
     /// another thread was downgraded or upgraded there).
     pub becomes: Option<Mode>,
+    /// Neither: forget every cached chain (the instance is 0). The key of a held lock was
+    /// unregistered: chains over the held entry, whose class is dead now, were validated
+    /// while it was live, and the same keys now need another validation.
+    pub forget_chains: bool,
 }
 
 impl Mail {
+    /// The mail that asks the owner to forget its cached chains.
+    pub const FORGET_CHAINS: Mail = Mail {
+        instance: 0,
+        mode: None,
+        all: false,
+        becomes: None,
+        forget_chains: true,
+    };
+
     /// Which entry the mail takes (the topmost of the instance in its mode, else in any).
     pub fn find(&self) -> Find {
         Find::of(self.instance, self.mode)
@@ -124,8 +137,8 @@ pub(crate) struct Record {
     /// Counts the owner's waits, so that a watcher tells a new wait from an old one.
     wait_count: AtomicU64,
     /// Why the owner's fast paths must give way to the slow path: [`MAIL`] (mail is waiting;
-    /// set by others, cleared by the owner) and [`STAT`] (lock_stat is on; set and cleared by
-    /// [`set_stat_all`]). Zero, the usual case, costs the fast paths one load of a line
+    /// set by others, cleared by the owner) and [`SLOW`] (lock_stat is on, or the chain cache
+    /// is off; set and cleared by [`set_slow_all`]). Zero, the usual case, costs the fast paths one load of a line
     /// they read anyway.
     unusual: AtomicU8,
     // ---- read-mostly
@@ -186,8 +199,8 @@ static TABLE: [AtomicPtr<Record>; MAX_RECORDS] =
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 /// Records given back, ready to be claimed again.
 static FREE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-/// Serializes record creation (rare: once per new concurrent thread) and holds the lock_stat
-/// bit new records get (see [`set_stat_all`]).
+/// Serializes record creation (rare: once per new concurrent thread) and holds the slow-path
+/// bit new records get (see [`set_slow_all`]).
 static CREATE: Mutex<bool> = Mutex::new(false);
 
 thread_local! {
@@ -270,24 +283,26 @@ pub(crate) fn find(holder: Holder) -> Option<&'static Record> {
 
 /// [`Record::unusual`]'s bit: mail is waiting.
 const MAIL: u8 = 1;
-/// [`Record::unusual`]'s bit: lock_stat is on (its hooks run on the slow paths only).
-const STAT: u8 = 2;
+/// [`Record::unusual`]'s bit: the slow paths must run (lock_stat is on, and its hooks run on
+/// the slow paths only; or the chain cache is off, and every acquisition is validated).
+const SLOW: u8 = 2;
 
-/// Runs `flip` (lock_stat's switch changing to `on`) and gives every record, and every record
-/// created from now on, the lock_stat bit `on`: with it, the fast paths give way to the slow
-/// ones, which count. Both under `CREATE`, which record creation holds too, so however calls
-/// race, the switch and every record's bit end with the same value. Thread-safe.
-pub(crate) fn set_stat_all(on: bool, flip: impl FnOnce()) {
-    let mut stat = CREATE.lock().unwrap_or_else(|e| e.into_inner());
-    flip();
-    *stat = on;
+/// Runs `flip`, which changes a switch the slow paths read (lock_stat's, the chain cache's)
+/// and returns whether any switch now needs the slow paths, and gives every record, and every
+/// record created from now on, the bit [`SLOW`] accordingly. Both under `CREATE`, which record
+/// creation holds too, so however calls race, the switches and every record's bit end
+/// consistent. Thread-safe.
+pub(crate) fn set_slow_all(flip: impl FnOnce() -> bool) {
+    let mut slow = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+    let on = flip();
+    *slow = on;
     for r in all() {
         // Relaxed: a hint for the owner's fast path, like the mail bit; an operation racing
-        // with the switch is counted or not.
+        // with the switch takes the fast path or the slow one, and either is correct.
         if on {
-            r.unusual.fetch_or(STAT, Ordering::Relaxed);
+            r.unusual.fetch_or(SLOW, Ordering::Relaxed);
         } else {
-            r.unusual.fetch_and(!STAT, Ordering::Relaxed);
+            r.unusual.fetch_and(!SLOW, Ordering::Relaxed);
         }
     }
 }
@@ -306,21 +321,21 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
             unsafe { &*p }
         }
         None => {
-            let stat_on = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+            let slow_on = CREATE.lock().unwrap_or_else(|e| e.into_inner());
             // Relaxed: creation is serialized by `CREATE`.
             let i = CREATED.load(Ordering::Relaxed);
             if i == MAX_RECORDS {
                 return None;
             }
-            // The bit `set_stat_all` last gave every record (under the same mutex).
-            let stat = if *stat_on { STAT } else { 0 };
+            // The bit `set_slow_all` last gave every record (under the same mutex).
+            let slow = if *slow_on { SLOW } else { 0 };
             let r: &'static Record = Box::leak(Box::new(Record {
                 seq: AtomicU64::new(0),
                 len: AtomicU64::new(0),
                 wait_instance: AtomicUsize::new(0),
                 wait_since: AtomicU64::new(0),
                 wait_count: AtomicU64::new(0),
-                unusual: AtomicU8::new(stat),
+                unusual: AtomicU8::new(slow),
                 index: i as u32,
                 generation: AtomicU32::new(0),
                 array: AtomicPtr::new(std::ptr::from_ref(Array::leak(FIRST_SLOTS)).cast_mut()),
@@ -345,7 +360,7 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
     r.len.store(0, Ordering::Relaxed);
     r.wait_instance.store(0, Ordering::Relaxed);
     r.wait_condvar.store(0, Ordering::Relaxed);
-    // Relaxed: as above; the STAT bit stays as `set_stat_all` left it.
+    // Relaxed: as above; the SLOW bit stays as `set_slow_all` left it.
     r.unusual.fetch_and(!MAIL, Ordering::Relaxed);
     // Release: a reader that sees the odd generation sees the reset fields above.
     r.generation.fetch_add(1, Ordering::Release);
@@ -534,12 +549,12 @@ impl Record {
         }
     }
 
-    /// Whether the owner's fast paths must give way (mail waits, or lock_stat is on). One
-    /// relaxed load on the owner's line.
+    /// Whether the owner's fast paths must give way (mail waits, lock_stat is on, or the chain
+    /// cache is off). One relaxed load on the owner's line.
     #[inline(always)]
     pub(crate) fn is_unusual(&self) -> bool {
-        // Relaxed: a hint; the mail itself is read under the mailbox mutex, and lock_stat's
-        // switch is read again on the slow path.
+        // Relaxed: a hint; the mail itself is read under the mailbox mutex, and the switches
+        // are read again on the slow path.
         self.unusual.load(Ordering::Relaxed) != 0
     }
 

@@ -441,6 +441,12 @@ impl Slot {
         self.meta.store(m | LEFT_NESTED, Ordering::Relaxed);
     }
 
+    /// Forgets the memo (the owner): the chain it names must be validated again.
+    pub fn forget_memo(&self) {
+        // Relaxed: the owner's field.
+        self.memo.store(0, Ordering::Relaxed);
+    }
+
     /// Forgets what the owner's fields say of the entry that was here (its pin count, paired
     /// mark and memo): the slot is above the stack now, left by an entry that moved down.
     pub fn vacate(&self) {

@@ -449,6 +449,10 @@ impl ThreadState {
     #[cold]
     fn apply_mail(&mut self, r: &'static Record) {
         for m in r.take_mail() {
+            if m.forget_chains {
+                self.forget_chains();
+                continue;
+            }
             if let Some(mode) = m.becomes {
                 if let Some(i) = self.find_release(m.find()) {
                     self.set_mode(i, mode);
@@ -901,6 +905,15 @@ impl ThreadState {
         // As a pop: the slots stay as they are.
         self.set_word(record::with_depth(self.word(), 0), false);
         all
+    }
+
+    /// Forgets every chain this thread cached: its chain cache and every slot's memo (see
+    /// [`Mail::forget_chains`](record::Mail)).
+    pub fn forget_chains(&mut self) {
+        self.cache.clear();
+        for slot in self.slots() {
+            slot.forget_memo();
+        }
     }
 
     /// Forgets the stack and the chain cache (the validator's reset).

@@ -8,6 +8,7 @@ use super::lookup;
 use super::misuse;
 use super::sync;
 use super::table::{self, bucket_index, KeyNode};
+use crate::chain;
 use crate::class::KeyRef;
 use crate::graph_lock::graph_lock;
 use crate::nesting::Nesting;
@@ -191,8 +192,17 @@ impl DynamicKey {
                 return false;
             }
             g.graph.zap_key(key);
+            if !holders.is_empty() || self_holds {
+                // A held lock's entry keeps its class, dead now: the chains over it that were
+                // validated while it lived are stale (the kernel's `zap_class()` removes a
+                // zapped class's chains). The holders forget theirs by mail, or here.
+                chain::clear();
+            }
             true
         });
+        if self_holds {
+            thread::forget_own_chains();
+        }
         if !holders.is_empty() {
             misuse::report_held(self.name(), site, self.node().registered_at(), holders);
         } else if self_holds {

@@ -16,7 +16,8 @@ pub(crate) use freed::check_no_locks_freed;
 pub(crate) use local::{current_thread, state_fast, with_state};
 pub(crate) use orphans::set_movable;
 pub(crate) use others::{
-    check_freed_elsewhere, current_holder, key_holders, post_mode_change, post_release, snapshots,
+    check_freed_elsewhere, current_holder, forget_own_chains, key_holders, post_mode_change,
+    post_release, snapshots,
 };
 pub(crate) use query::holds_key;
 pub(crate) use release::{release, release_fast, report_release, Release};

@@ -24,7 +24,9 @@ pub(crate) fn current_holder() -> Option<Holder> {
 /// Every thread (the caller's included) that holds locks of the key whose live classes are
 /// `classes` (or waits for one, or sleeps in a condvar wait that will re-lock one), with
 /// those locks, decided with the graph `g` (held by the caller, who zaps the key's classes
-/// next under the same lock). Each record is checked in place for an entry of those classes, and only a matching
+/// next under the same lock). Each thread that holds one is asked to forget the chains it
+/// cached ([`Mail::FORGET_CHAINS`]): its held entry keeps the class, dead after the zap, so
+/// its chain keys stay the same while their validation changes (a dead class is skipped). Each record is checked in place for an entry of those classes, and only a matching
 /// one is copied and turned into a description: an unregister with the usual traffic (other
 /// threads holding locks of other keys) copies and allocates nothing.
 pub(crate) fn key_holders(g: &Graph, classes: &KeyClassIds) -> Vec<ThreadLocks> {
@@ -37,6 +39,11 @@ pub(crate) fn key_holders(g: &Graph, classes: &KeyClassIds) -> Vec<ThreadLocks> 
         return Vec::new();
     }
     let now = record::now_ns();
+    for s in &snaps {
+        if s.entries().any(|e| of_key(e.class)) {
+            let _ = record::Record::post(s.holder, Mail::FORGET_CHAINS);
+        }
+    }
     snaps
         .iter()
         .filter(|s| s.entries().any(|e| of_key(e.class)))
@@ -51,6 +58,12 @@ pub(crate) fn key_holders(g: &Graph, classes: &KeyClassIds) -> Vec<ThreadLocks> 
             (!t.held.is_empty() || t.condvar.is_some() || t.waiting.is_some()).then_some(t)
         })
         .collect()
+}
+
+/// Forgets the chains the calling thread cached (see [`key_holders`]), for a thread that
+/// holds a lock of an unregistered key without a shared record (mail cannot reach it).
+pub(crate) fn forget_own_chains() {
+    let _ = with_state(|st| st.forget_chains());
 }
 
 /// The entries of copy `s` that count as held for the cross-thread checks: those it holds,
@@ -105,6 +118,7 @@ pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
                         mode: None,
                         all: true,
                         becomes: None,
+                        forget_chains: false,
                     },
                 );
                 reports.push(build::held_lock_freed_elsewhere(
@@ -133,6 +147,7 @@ pub(crate) fn post_release(holder: Holder, instance: usize, mode: Option<Mode>) 
             mode,
             all: false,
             becomes: None,
+            forget_chains: false,
         },
     );
     if !posted {
@@ -151,6 +166,7 @@ pub(crate) fn post_mode_change(holder: Holder, instance: usize, from: Mode, to: 
             mode: Some(from),
             all: false,
             becomes: Some(to),
+            forget_chains: false,
         },
     );
 }
