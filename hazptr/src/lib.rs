@@ -142,6 +142,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+// The loom build needs the optional dependency too (see the crate's manifest).
+#[cfg(all(hazptr_loom, not(feature = "loom")))]
+compile_error!("`--cfg hazptr_loom` needs `--features loom` (the loom models' dependency)");
+
 mod bloom;
 mod domain;
 mod faults;

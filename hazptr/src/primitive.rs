@@ -6,9 +6,10 @@
 //! Only the algorithm's own synchronization goes through here; statistics counters and
 //! configuration flags carry no ordering and use `std` directly.
 //!
-//! Build the loom models with `RUSTFLAGS="--cfg hazptr_loom"` (a namespaced cfg, so that
-//! building this crate for loom does not switch other crates of the dependency graph into
-//! their own loom builds).
+//! Build the loom models with `RUSTFLAGS="--cfg hazptr_loom"` and `--features loom` (a
+//! namespaced cfg, so that building this crate for loom does not switch other crates of the
+//! dependency graph into their own loom builds; an optional dependency, so that loom is in no
+//! user's dependency graph).
 
 /// Whether this is the loom build. Code that behaves differently under the model checker
 /// (time does not exist there; fault injection is compiled in) tests this constant, which

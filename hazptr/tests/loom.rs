@@ -2,7 +2,7 @@
 //! that injects the matching fault (`hazptr::Faults`) and must fail, which shows the
 //! model can see the bug it guards against.
 //!
-//! Run: `RUSTFLAGS="--cfg hazptr_loom" cargo test -p hazptr --test loom --release`
+//! Run: `RUSTFLAGS="--cfg hazptr_loom" cargo test -p hazptr --features loom --test loom --release`
 //! (CI uses a separate target dir so the loom build does not evict the normal one).
 #![cfg(hazptr_loom)]
 

@@ -1,7 +1,7 @@
 //! loom models of the shared scan (batches and the combiner), each with a companion that
 //! injects the matching fault and must fail.
 //!
-//! Run: `RUSTFLAGS="--cfg hazptr_loom" cargo test -p hazptr --test loom_shared --release`
+//! Run: `RUSTFLAGS="--cfg hazptr_loom" cargo test -p hazptr --features loom --test loom_shared --release`
 //! (CI uses a separate target dir so the loom build does not evict the normal one).
 #![cfg(hazptr_loom)]
 

@@ -64,6 +64,7 @@
 //! | `owning_ref` | no | `owning_ref::StableAddress` for the guards |
 //! | `deadlock_detection` | no | parking_lot_core's detector of deadlocks that happened ([`deadlock`]) |
 //! | `tokio` | no | validated `tokio::sync::{Mutex, RwLock}` (module `tokio`) and the task spawn helpers ([`task`]); see [Async](#async) |
+//! | `signal` | no | lockdep's `dump_on_signal` (through `signal-hook`); off, it returns an `Unsupported` error, and a patched program's graph has no `signal-hook` |
 //!
 //! **Switching validation off for release builds.** Cargo unifies features across a build,
 //! and a dependency table under `[target.'cfg(not(debug_assertions))'.dependencies]` is not

@@ -120,11 +120,32 @@ pub fn show_all_locks() {
 /// nor lock, so the dump is made on that thread). Replaces the signal's default action (for
 /// `SIGQUIT`, ending the process).
 ///
+/// Needs the crate feature `signal`: on by default here, but `instrumented-locks` (and so the
+/// parking_lot compat crates) depend on lockdep without it, so that a patched program's
+/// dependency graph gets no `signal-hook`, whose registry crate can conflict with an older
+/// one the program's lockfile pins (Cargo then keeps the real parking_lot, unpatched). Turn
+/// it on with `instrumented-locks`' feature `signal`, or with a dependency of the program's
+/// own on `lockdep` with `features = ["signal"]` (Cargo unifies features).
+///
 /// # Errors
 ///
 /// [`io::ErrorKind::InvalidInput`] for a signal that must not be caught (`SIGKILL`,
 /// `SIGSTOP`, and the ones a fault raises, `signal_hook::consts::FORBIDDEN`); the error of
-/// `signal-hook` registering the handler, or of spawning the thread.
+/// `signal-hook` registering the handler, or of spawning the thread;
+/// [`io::ErrorKind::Unsupported`] in a build without the feature `signal`.
+#[cfg(not(feature = "signal"))]
+pub fn dump_on_signal(signal: i32) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "lockdep::dump_on_signal({signal}): built without lockdep's feature `signal` \
+             (enable `lockdep/signal` or `instrumented-locks/signal`)"
+        ),
+    ))
+}
+
+/// See the other definition (a build without the feature `signal`).
+#[cfg(feature = "signal")]
 pub fn dump_on_signal(signal: i32) -> io::Result<()> {
     use signal_hook::iterator::Signals;
     use std::sync::Mutex;

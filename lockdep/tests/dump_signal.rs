@@ -1,6 +1,16 @@
 //! The all-threads dump on a signal: opt-in, through signal-hook's iterator on a thread of
-//! its own; a signal that cannot be caught is an error, not a crash.
+//! its own; a signal that cannot be caught is an error, not a crash. Without the crate
+//! feature `signal`, an error that names the feature (CI runs this file both ways).
 
+#[cfg(not(feature = "signal"))]
+#[test]
+fn without_the_feature_the_dump_signal_is_an_error_that_names_it() {
+    let e = lockdep::dump_on_signal(libc::SIGUSR1).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
+    assert!(e.to_string().contains("`signal`"), "{e}");
+}
+
+#[cfg(feature = "signal")]
 #[test]
 fn the_dump_signal_is_caught_and_a_forbidden_one_is_an_error() {
     assert!(lockdep::dump_on_signal(libc::SIGKILL).is_err());
