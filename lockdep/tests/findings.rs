@@ -109,6 +109,15 @@ fn relocking_a_held_instance_under_another_subclass_is_recursive_locking() {
     }
 }
 
+/// Asserts that the reports made are one recursive locking of a held instance by itself.
+fn assert_relocks_a_held_instance() {
+    let r = assert_reports!(Report::RecursiveLocking(_));
+    let Report::RecursiveLocking(s) = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(s.holding.instance, s.acquiring.instance);
+}
+
 /// The same re-lock of a held instance under another subclass, after its chain ("the class,
 /// then the class under subclass 1") was validated and cached with *another* instance on top:
 /// the cache must not answer for it. Also for a lock still held from before its dynamic key
@@ -127,11 +136,7 @@ fn a_cached_chain_does_not_hide_a_held_instance_under_another_class() {
     assert_reports!();
     lock(a);
     lock_nested(a, 1);
-    let r = assert_reports!(Report::RecursiveLocking(_));
-    let Report::RecursiveLocking(s) = &r[0] else {
-        unreachable!()
-    };
-    assert_eq!(s.holding.instance, s.acquiring.instance);
+    assert_relocks_a_held_instance();
     unlock(a);
     unlock(a);
     assert!(lockdep::held_locks().is_empty());
@@ -155,11 +160,7 @@ fn a_cached_chain_does_not_hide_a_held_instance_under_another_class() {
     }
     assert_reports!();
     lock(c);
-    let r = assert_reports!(Report::RecursiveLocking(_));
-    let Report::RecursiveLocking(s) = &r[0] else {
-        unreachable!()
-    };
-    assert_eq!(s.holding.instance, s.acquiring.instance);
+    assert_relocks_a_held_instance();
     unlock(c);
     unlock(x);
     unlock(c);
