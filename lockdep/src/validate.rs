@@ -192,6 +192,36 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     true
 }
 
+/// The fast path's push for a hit on a marked chain (see `chain::Hit::Nested`) whose held
+/// locks hold neither the class nor the instance: what [`pairs_checked`] would accept
+/// (another subclass of the lock's key held, the `lock_nested` pattern), without the
+/// general path. Here, at the general path's start, and not in [`acquire_fast`], whose code
+/// stays as short as it was; false (and nothing changed) otherwise.
+#[inline(always)]
+fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
+    let Some(class) = resolve::cached_class_sealed(map, subclass) else {
+        return false;
+    };
+    // SAFETY: as in `acquire_fast`: used only in this function, which makes no call that can
+    // reach the thread's state.
+    let Some(st) = (unsafe { thread::state_fast() }) else {
+        return false;
+    };
+    let (Some(top), instance) = (st.fast_top(), map.instance()) else {
+        return false;
+    };
+    let len = top.len();
+    let key = HeldLock::chain_key_of(st.key_below(len), class, mode, false, 0);
+    if len == 0
+        || st.cache.lookup(key) != Hit::Nested
+        || st.holds_class_or_instance(len, class, instance)
+    {
+        return false;
+    }
+    st.push_fast_checked(top, key, &plain(map, class, subclass, mode, false, site));
+    true
+}
+
 /// An acquisition of `map` as the fast path's pushes take it (no nest_lock).
 #[inline(always)]
 fn plain(
@@ -242,6 +272,9 @@ fn acquire_general(
     nest_lock: Option<&LockMap>,
     site: Site,
 ) {
+    if nest_lock.is_none() && !trylock && acquire_marked(map, subclass, mode, site) {
+        return;
+    }
     let nest = nest_lock.map_or(0, LockMap::instance);
     acquire_with(map, subclass, mode, trylock, nest, nest_lock, site, false);
 }

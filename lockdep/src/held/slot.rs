@@ -411,6 +411,13 @@ impl Slot {
         self.tagged() & !MODE_BITS
     }
 
+    /// The entry's class, as a plain number (the owner).
+    #[inline(always)]
+    pub fn class_bits(&self) -> u64 {
+        // Relaxed: the owner reads back its own store.
+        self.class.load(Ordering::Relaxed)
+    }
+
     /// The instance with the entry's mode: see [`tagged`] (the owner).
     #[inline(always)]
     pub fn tagged(&self) -> usize {

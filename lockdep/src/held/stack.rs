@@ -680,6 +680,31 @@ impl ThreadState {
         r.store_len(record::pushed_word(word));
     }
 
+    /// Whether any of the `len` bottom entries (the whole stack, as the fast path read its
+    /// depth) is of class `class` or of instance `instance`: for a hit on a marked chain
+    /// (see `chain::Hit::Nested`), which the fast path may take only when neither is held.
+    /// One pass over the slots, two compares each.
+    #[inline]
+    pub fn holds_class_or_instance(&self, len: usize, class: ClassId, instance: usize) -> bool {
+        self.slots()[..len]
+            .iter()
+            .any(|s| s.class_bits() == class.to_bits() || s.instance() == instance)
+    }
+
+    /// [`push_fast`](Self::push_fast) for a chain found valid by a marked hit whose held
+    /// instances were just checked: the same push, but the memo is cleared, not set, since a
+    /// memo hit would skip that check the next time.
+    #[inline(always)]
+    pub fn push_fast_checked(&mut self, top: FastTop, key: u64, p: &Plain) {
+        let FastTop { r, word } = top;
+        let slot = self.top_slot_in_room(record::depth_of(word));
+        if !slot.holds_fast(key, &p.words()) {
+            rewrite(slot, r, &Words::plain(&p.words(), p.class, key));
+        }
+        slot.forget_memo();
+        r.store_len(record::pushed_word(word));
+    }
+
     /// Slot `i` with no bounds check, for a push into room: `i` must be below `cap`.
     #[inline(always)]
     fn top_slot_in_room(&self, i: usize) -> &Slot {
