@@ -439,11 +439,12 @@ fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
 /// Whether a held lock of `next`'s chain could be `next`'s own instance under another class:
 /// a held class of `next`'s key (another subclass of it), a held class that is no longer
 /// live (its key was unregistered while the lock was held; a lock taken again gets a new
-/// class), or a held lock with no class (taken while its key was not registered, say). Such a chain is cached with the mark, like a chain that nests a class in itself,
-/// so that a hit on it still looks for `next`'s instance among the held locks: the chain key
-/// names classes, not instances, and the same chain with another instance on top was valid.
-/// A function of the chain key (of the classes on the stack), so the mark is the same for
-/// every stack with that key. Under the graph lock.
+/// class), or a held lock with no class (taken while its key was not registered, say). Such
+/// a chain is cached with the mark, like a chain that nests a class in itself, so that a hit
+/// on it still looks for `next`'s instance among the held locks: the chain key names
+/// classes, not instances, and the same chain with another instance on top was valid. A
+/// function of the chain key (of the classes on the stack), so the mark is the same for every
+/// stack with that key. Under the graph lock.
 fn may_hold_instance(g: &Global, st: &ThreadState, next: &HeldLock) -> bool {
     let Some(key) = g.graph.class(next.class).map(|c| c.key) else {
         return false;

@@ -671,13 +671,7 @@ impl ThreadState {
     /// only [`push_memo_fast`](Self::push_memo_fast).
     #[inline(always)]
     pub fn push_fast(&mut self, top: FastTop, below: u64, key: u64, p: &Plain) {
-        let FastTop { r, word } = top;
-        let slot = self.top_slot_in_room(record::depth_of(word));
-        if !slot.holds_fast(key, &p.words()) {
-            rewrite(slot, r, &Words::plain(&p.words(), p.class, key));
-        }
-        slot.set_memo(below);
-        r.store_len(record::pushed_word(word));
+        self.push_plain(top, key, p, Some(below));
     }
 
     /// Whether any of the `len` bottom entries (the whole stack, as the fast path read its
@@ -696,12 +690,22 @@ impl ThreadState {
     /// memo hit would skip that check the next time.
     #[inline(always)]
     pub fn push_fast_checked(&mut self, top: FastTop, key: u64, p: &Plain) {
+        self.push_plain(top, key, p, None);
+    }
+
+    /// The two pushes above: the slot rewritten unless it holds the entry, then its memo set
+    /// over the chain key `memo` below, or cleared (`None`), then the depth stored.
+    #[inline(always)]
+    fn push_plain(&mut self, top: FastTop, key: u64, p: &Plain, memo: Option<u64>) {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
         if !slot.holds_fast(key, &p.words()) {
             rewrite(slot, r, &Words::plain(&p.words(), p.class, key));
         }
-        slot.forget_memo();
+        match memo {
+            Some(below) => slot.set_memo(below),
+            None => slot.forget_memo(),
+        }
         r.store_len(record::pushed_word(word));
     }
 
