@@ -2,7 +2,7 @@
 //!
 //! A thread claims one record per domain on its first acquire there and keeps it until it
 //! exits, so the fast path finds it with one thread-local read and a compare (the
-//! last-used domain is cached in a `const`, destructor-free thread-local). Records are
+//! two last-used domains are cached in a `const`, destructor-free thread-local). Records are
 //! handed back when the thread exits and reused by later threads.
 
 use std::cell::RefCell;
@@ -35,7 +35,7 @@ impl Drop for Entries {
     fn drop(&mut self) {
         // Forget the cached record before handing the records back, so an acquire made by
         // a later thread-local destructor cannot reach a record another thread now owns.
-        record_cache::set((0, 0));
+        record_cache::clear();
     }
 }
 
@@ -63,8 +63,7 @@ pub(crate) fn existing_record(domain_id: u64, registry: &Arc<Registry>) -> Optio
 
 #[inline(always)]
 fn lookup(domain_id: u64, registry: &Arc<Registry>, claim: bool) -> Option<&Record> {
-    let (id, record) = record_cache::get();
-    if id == domain_id {
+    if let Some(record) = record_cache::find(domain_id) {
         // SAFETY: the cache names a record of a live entry of this thread (it is emptied
         // before entries are dropped); the entry keeps the registry, and so the record,
         // alive; and the caller's borrow of the domain keeps the domain's registry Arc
@@ -98,4 +97,46 @@ fn record_slow(domain_id: u64, registry: &Arc<Registry>, claim: bool) -> Option<
         })
         .ok()
         .flatten()
+}
+
+#[cfg(all(test, not(hazptr_loom)))]
+mod tests {
+    use super::{existing_record, record};
+    use crate::primitive::record_cache;
+    use crate::{Domain, FenceMode};
+
+    /// The record of `d` for this thread, as an address.
+    fn rec(d: &Domain) -> usize {
+        std::ptr::from_ref(record(d.id, &d.registry).expect("thread-locals alive")) as usize
+    }
+
+    #[test]
+    fn each_domain_keeps_its_own_record_through_the_two_entry_cache() {
+        std::thread::spawn(|| {
+            let [a, b, c] = [(); 3].map(|()| Domain::new(FenceMode::Symmetric));
+            let (ra, rb) = (rec(&a), rec(&b));
+            assert_ne!(ra, rb);
+            // Alternating between two domains: both stay cached, each with its own record.
+            for _ in 0..3 {
+                assert_eq!(record_cache::find(a.id), Some(ra));
+                assert_eq!(record_cache::find(b.id), Some(rb));
+                assert_eq!((rec(&a), rec(&b)), (ra, rb));
+            }
+            // A third domain evicts the entry cached first (here `a`; hits do not reorder),
+            // which the slow path then finds again, with the same record.
+            let rc = rec(&c);
+            assert!(rc != ra && rc != rb);
+            assert_eq!(record_cache::find(a.id), None);
+            assert_eq!(record_cache::find(b.id), Some(rb));
+            assert_eq!(rec(&a), ra);
+            assert_eq!(record_cache::find(c.id), Some(rc));
+            assert_eq!(record_cache::find(b.id), None);
+            // A domain this thread never used has no record, cached or not.
+            let d = Domain::new(FenceMode::Symmetric);
+            assert!(existing_record(d.id, &d.registry).is_none());
+            assert_eq!(record_cache::find(d.id), None);
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -94,33 +94,62 @@ pub(crate) fn unwinding_out_of_model() -> bool {
     MODEL_CHECKED && std::thread::panicking()
 }
 
-/// A per-thread one-entry cache of `(domain id, record address)` for the reader fast path:
-/// a `const`, destructor-free thread-local, so reading it is one `%fs`-relative load and
-/// never fails, even during thread-local destruction. Under loom, where model threads do
-/// not get their own `std` thread-locals, the cache is always empty and every lookup takes
-/// the slow path through the (loom) thread-local.
+/// A per-thread cache of the two last-used `(domain id, record address)` pairs for the
+/// reader fast path: a `const`, destructor-free thread-local, so reading it is
+/// `%fs`-relative loads and never fails, even during thread-local destruction. Two entries,
+/// so that a thread that alternates between two domains (a program's own domain and the one
+/// a library uses inside the same loop, as a lock validator's key lookups) stays on the fast
+/// path; with one entry every alternation took the slow path's `RefCell` and search. Under
+/// loom, where model threads do not get their own `std` thread-locals, the cache is always
+/// empty and every lookup takes the slow path through the (loom) thread-local.
 pub(crate) mod record_cache {
+    // Empty entries are `(0, 0)` (domain ids start at 1).
     #[cfg(not(hazptr_loom))]
     std::thread_local! {
-        static LAST: std::cell::Cell<(u64, usize)> = const { std::cell::Cell::new((0, 0)) };
+        static LAST: std::cell::Cell<[(u64, usize); 2]> =
+            const { std::cell::Cell::new([(0, 0); 2]) };
     }
 
-    /// The cached `(domain id, record address)`; `(0, 0)` when empty (domain ids start at 1).
+    /// The cached record address of domain `domain_id`, if it is one of the two entries.
     #[inline(always)]
-    pub(crate) fn get() -> (u64, usize) {
+    pub(crate) fn find(domain_id: u64) -> Option<usize> {
         #[cfg(not(hazptr_loom))]
-        return LAST.with(|c| c.get());
+        return LAST.with(|c| {
+            let [a, b] = c.get();
+            if a.0 == domain_id {
+                Some(a.1)
+            } else if b.0 == domain_id {
+                Some(b.1)
+            } else {
+                None
+            }
+        });
         #[cfg(hazptr_loom)]
-        (0, 0)
+        {
+            let _ = domain_id;
+            None
+        }
     }
 
-    /// Replace the cached entry (`(0, 0)` empties it).
+    /// Makes `entry` the newer of the two entries; the older one goes (unless it is `entry`'s
+    /// own domain's). Only the slow path calls it: a hit does not reorder.
     #[inline]
     pub(crate) fn set(entry: (u64, usize)) {
         #[cfg(not(hazptr_loom))]
-        LAST.with(|c| c.set(entry));
+        LAST.with(|c| {
+            let [a, b] = c.get();
+            let keep = if a.0 == entry.0 { b } else { a };
+            c.set([entry, keep]);
+        });
         #[cfg(hazptr_loom)]
         let _ = entry;
+    }
+
+    /// Empties the cache.
+    #[inline]
+    pub(crate) fn clear() {
+        #[cfg(not(hazptr_loom))]
+        LAST.with(|c| c.set([(0, 0); 2]));
     }
 }
 

@@ -20,6 +20,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
+use crossbeam_utils::CachePadded;
 use hazptr::Domain;
 
 use super::table::bucket_head;
@@ -87,7 +88,13 @@ static DIRECT: AtomicBool = AtomicBool::new(false);
 /// Unregisters hold it shared from unlink to the end of their wait; a switch holds it
 /// exclusively, so no unregister ever straddles two strategies. It guards no data, so
 /// poisoning (a user strategy that panicked) is ignored.
-static SWITCH: RwLock<()> = RwLock::new(());
+///
+/// On cache lines of its own: every unregister writes its lock word twice, and every key
+/// lookup of every thread reads `EXTERNAL`. Sharing a line with it, each unregister took two
+/// cache misses on a line the lookups had just read (measured: a quarter of the unregister's
+/// own time with one traffic thread, see BENCHMARKS.md, "The main job").
+static SWITCH: CachePadded<RwLock<()>> = CachePadded::new(RwLock::new(()));
+const _: () = assert!(std::mem::align_of::<CachePadded<RwLock<()>>>() >= 64);
 
 /// Around `fork()`: no unregister (and so no grace-period wait of ours) is in progress while
 /// the child is made, and the child forgets the hazard pointers of lookups that were running
