@@ -200,23 +200,24 @@ fetch_all() {
         [[ -n $(crate_file "$p" "${VERSION[$c]}") ]] || missing+=("$c")
     done
     if [[ ${#missing[@]} -gt 0 ]]; then
-        # A scratch package depending on exactly these releases: `cargo fetch` downloads them
-        # into cargo's own cache, through cargo's ordinary registry client.
-        local dir=$SCRATCH/_fetch
-        mkdir -p "$dir/src"
-        : >"$dir/src/lib.rs"
-        {
-            printf '[package]\nname = "real-crates-fetch"\nversion = "0.0.0"\nedition = "2021"\n'
-            printf 'publish = false\n\n[workspace]\n\n[dependencies]\n'
-            # One dependency per entry, renamed after it: two releases of one crate may be
-            # fetched together.
-            for c in "${missing[@]}"; do
-                printf '%s = { package = "%s", version = "=%s" }\n' "${c//./_}" "$(pkg_of "$c")" "${VERSION[$c]}"
-            done
-        } >"$dir/Cargo.toml"
+        # A scratch package per release: `cargo fetch` downloads it into cargo's own cache,
+        # through cargo's ordinary registry client. One package each, because one resolve
+        # cannot hold two semver-compatible releases of a crate (0.2.7 and 0.2.8), even
+        # renamed.
         note "fetching ${missing[*]} from crates.io"
-        cargo fetch "${OFFLINE[@]}" --manifest-path "$dir/Cargo.toml" >"$SCRATCH/logs/fetch.log" 2>&1 ||
-            die "cargo fetch failed (see $SCRATCH/logs/fetch.log)"
+        : >"$SCRATCH/logs/fetch.log"
+        for c in "${missing[@]}"; do
+            local dir=$SCRATCH/_fetch/${c//./_}
+            mkdir -p "$dir/src"
+            : >"$dir/src/lib.rs"
+            {
+                printf '[package]\nname = "real-crates-fetch"\nversion = "0.0.0"\nedition = "2021"\n'
+                printf 'publish = false\n\n[workspace]\n\n[dependencies]\n'
+                printf '%s = { package = "%s", version = "=%s" }\n' "${c//./_}" "$(pkg_of "$c")" "${VERSION[$c]}"
+            } >"$dir/Cargo.toml"
+            cargo fetch "${OFFLINE[@]}" --manifest-path "$dir/Cargo.toml" >>"$SCRATCH/logs/fetch.log" 2>&1 ||
+                die "cargo fetch of $c failed (see $SCRATCH/logs/fetch.log)"
+        done
     fi
     for c in "${CRATES[@]}"; do
         local p v=${VERSION[$c]} dest file
