@@ -77,8 +77,13 @@ declare -A PINS=([r2d2]="scheduled-thread-pool@0.2.7" [r2d2-0.13]="scheduled-thr
 # of its replacement). `test::test_max_lifetime` sleeps 2 s and asserts that the pool's
 # reaper (run every 1 s by a scheduled-thread-pool worker) dropped the expired connections by
 # then: on a loaded machine the worker runs late (seen at baseline, with the real parking_lot
-# 0.13, in CI).
-declare -A FLAKY=([r2d2]="test::events test::test_max_lifetime" [r2d2-0.13]="test::events test::test_max_lifetime")
+# 0.13, in CI). `test::test_idle_timeout` is the same sleep against the same reaper, for idle
+# connections (failed patched in CI while other builds shared the machine; at baseline, with
+# three busy loops on 2 cores, it failed 1 run in 4).
+declare -A FLAKY=(
+    [r2d2]="test::events test::test_max_lifetime test::test_idle_timeout"
+    [r2d2-0.13]="test::events test::test_max_lifetime test::test_idle_timeout"
+)
 
 usage() {
     cat <<'EOF'
