@@ -82,6 +82,11 @@ struct ChurnArgs {
     /// Make the traffic take two queue locks in opposite orders once (lockdep reports it).
     #[arg(long)]
     inject_inversion: bool,
+    /// Pin every replace and traffic thread to a CPU of its own (refused if there are more
+    /// threads than CPUs). Unpinned, the scheduler sometimes runs a traffic thread on the
+    /// replacer's CPU, and such a round measures unregisters with no concurrent reader.
+    #[arg(long)]
+    pin: bool,
     /// Also collect lockdep's per-class contention statistics over the measured rounds and
     /// print them after the results (the kernel's /proc/lock_stat: acquisitions,
     /// contentions, wait and hold times, top contended sites).
@@ -163,6 +168,17 @@ fn churn(args: ChurnArgs) -> i32 {
         args.json.as_ref().and_then(|_| outputs.next()),
         args.svg.as_ref().and_then(|_| outputs.next()),
     );
+    if args.pin && readers + args.devices as usize > cpus {
+        eprintln!(
+            "demo: --pin needs a CPU per thread: {readers} traffic + {} replace thread(s) on \
+             {cpus} CPUs",
+            args.devices
+        );
+        return 2;
+    }
+    if args.pin {
+        notes.push("threads pinned: each replace and traffic thread on a CPU of its own".into());
+    }
     if readers + args.devices as usize > cpus {
         notes.push(format!(
             "{readers} traffic + {} replace thread(s) on {cpus} CPUs: replaces also wait for a \
@@ -176,6 +192,7 @@ fn churn(args: ChurnArgs) -> i32 {
         devices: args.devices as usize,
         readers,
         inject_inversion: args.inject_inversion,
+        pin: args.pin,
         progress: progress::enabled(),
     };
     lockdep::set_policy(lockdep::Policy::Callback(Arc::new(

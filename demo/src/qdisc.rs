@@ -39,6 +39,9 @@ pub struct Config {
     pub readers: usize,
     /// Take two queue locks in both orders once (lockdep must report it).
     pub inject_inversion: bool,
+    /// Pin replace thread `i` to the `i`-th allowed CPU and traffic thread `r` to the
+    /// `devices + r`-th (the caller checks that there are enough CPUs).
+    pub pin: bool,
     /// Draw a progress line on stderr.
     pub progress: bool,
 }
@@ -279,7 +282,12 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
                 (&devices, &stop, &packets, &inversion_pending);
             std::thread::Builder::new()
                 .name(format!("traffic-{r}"))
-                .spawn_scoped(s, move || traffic(r, devices, stop, packets, inversion))
+                .spawn_scoped(s, move || {
+                    if cfg.pin {
+                        pin_to_cpu(devices.len() + r);
+                    }
+                    traffic(r, devices, stop, packets, inversion)
+                })
                 .expect("spawn traffic thread");
         }
         let replacers: Vec<_> = devices
@@ -290,6 +298,9 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
                 std::thread::Builder::new()
                     .name(format!("tc-dev{i}"))
                     .spawn_scoped(s, move || {
+                        if cfg.pin {
+                            pin_to_cpu(i);
+                        }
                         // Reserve for the common case only: a huge --replaces × --queues grows
                         // the vector as samples arrive instead of failing one giant allocation.
                         let expected = cfg.replaces.saturating_mul(cfg.queues + 1);
@@ -391,6 +402,36 @@ fn traffic(
     packets.fetch_add(sent, Ordering::Relaxed);
 }
 
+/// Pins the calling thread to the `k`-th CPU (counting from 0) of the set the process may run
+/// on (`sched_getaffinity(2)`, then `sched_setaffinity(2)`). Panics if there is no such CPU or
+/// the call fails: a run asked to be pinned must be.
+fn pin_to_cpu(k: usize) {
+    // SAFETY: `cpu_set_t` is plain data, valid all zeroes; the calls read and write a set of
+    // the size we pass; `CPU_ISSET`/`CPU_SET` check the index against the set's size.
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, size, &mut allowed),
+            0,
+            "demo: sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        let cpu = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .nth(k)
+            .unwrap_or_else(|| panic!("demo: --pin: the process may not run on {} CPUs", k + 1));
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, size, &set),
+            0,
+            "demo: cannot pin a thread to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Takes queue 0 then queue 1, and later queue 1 then queue 0: an AB-BA inversion lockdep
 /// reports at the second acquisition, before anything could deadlock (only this thread
 /// takes two queue locks, so it cannot really deadlock).
@@ -426,6 +467,7 @@ mod tests {
             devices: 2,
             readers: 2,
             inject_inversion: true,
+            pin: false,
             progress: false,
         };
         for mode in WaitMode::ALL.into_iter().filter(|m| m.available()) {

@@ -48,6 +48,20 @@ fn main_rows(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// A pinned run (one replace thread and one traffic thread, which every CI machine has CPUs
+/// for) runs and says so in its notes.
+#[test]
+fn a_pinned_run_says_it_is_pinned() {
+    let args: Vec<&str> = SMALL
+        .iter()
+        .copied()
+        .chain(["--pin", "--readers", "1"])
+        .collect();
+    let out = demo(&args);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("threads pinned"), "{}", stdout(&out));
+}
+
 #[test]
 fn compares_every_mode_in_one_table() {
     let out = demo(SMALL);
@@ -441,6 +455,13 @@ fn bad_flags_are_clear_errors() {
     assert!(err.contains("invalid value 'spin'"), "{err}");
     let out = demo(&["qdisc-churn", "--inject-inversion", "--queues", "1"]);
     assert_eq!(out.status.code(), Some(2));
+    // More threads than CPUs cannot be pinned one per CPU.
+    let out = demo(&["qdisc-churn", "--pin", "--readers", "4096"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--pin needs a CPU per thread"),
+        "{out:?}"
+    );
     if !cfg!(feature = "rcu") {
         let out = demo(&["qdisc-churn", "--wait", "rcu"]);
         assert_eq!(out.status.code(), Some(2));
