@@ -1,9 +1,10 @@
 //! Which record of a domain belongs to the calling thread.
 //!
 //! A thread claims one record per domain on its first acquire there and keeps it until it
-//! exits, so the fast path finds it with one thread-local read and a compare (the
-//! two last-used domains are cached in a `const`, destructor-free thread-local). Records are
-//! handed back when the thread exits and reused by later threads.
+//! exits, so the fast path finds it with a thread-local read and at most two compares (the
+//! records of the last two domains the slow path looked up are cached in a `const`,
+//! destructor-free thread-local). Records are handed back when the thread exits and reused by
+//! later threads.
 
 use std::cell::RefCell;
 use std::sync::Arc;
