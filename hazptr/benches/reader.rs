@@ -9,6 +9,8 @@
 //! * `atomicptr_load`: a bare `AtomicPtr::load(Acquire)`, the floor.
 //! * `hazptr_protect/{symmetric,asymmetric}`: `Domain::protect(&src)` + drop of the guard.
 //! * `hazptr_protect_addr/{symmetric,asymmetric}`: `Domain::protect_addr(addr)` + drop.
+//! * `hazptr_protect/two_domains_alternating`: as `hazptr_protect/asymmetric`, in two
+//!   Asymmetric domains in turn (a thread reading through its own domain and a library's).
 //! * `haphazard`: one reused `HazardPointer`, `protect_ptr` + `reset_protection`.
 //! * `crossbeam_epoch`: `epoch::pin()` + `Atomic::load` + drop of the guard.
 //! * `seize`: `Collector::enter()` + `Guard::protect` + drop of the guard.
@@ -43,6 +45,8 @@ struct Env {
     src: AtomicPtr<u64>,
     symmetric: Domain,
     asymmetric: Domain,
+    /// A second Asymmetric domain, for the row that alternates between two domains.
+    asymmetric2: Domain,
     epoch_atomic: crossbeam_epoch::Atomic<u64>,
     collector: seize::Collector,
 }
@@ -55,6 +59,7 @@ impl Env {
             src: AtomicPtr::new(obj),
             symmetric: Domain::new(FenceMode::Symmetric),
             asymmetric: Domain::new(FenceMode::Asymmetric),
+            asymmetric2: Domain::new(FenceMode::Asymmetric),
             epoch_atomic: crossbeam_epoch::Atomic::new(42u64),
             collector: seize::Collector::new(),
         }
@@ -106,6 +111,21 @@ impl Env {
                 }),
             ));
         }
+
+        // A thread that reads through two domains in turn (its own, and a library's inside
+        // the same loop): one critical section per operation, in the two domains alternately.
+        let (a, b) = (&self.asymmetric, &self.asymmetric2);
+        rows.push((
+            "hazptr_protect/two_domains_alternating",
+            Box::new(move |n| {
+                for i in 0..n {
+                    let domain = if i % 2 == 0 { a } else { b };
+                    let guard = domain.protect(black_box(src));
+                    black_box(guard.as_ref().map_or(ptr::null_mut(), |g| g.as_ptr()));
+                    drop(guard);
+                }
+            }),
+        ));
 
         let mut hp = haphazard::HazardPointer::new();
         rows.push((
