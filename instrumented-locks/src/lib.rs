@@ -218,9 +218,8 @@
 //!   their own entry. Two in the *same* mode (two `read_recursive` guards) are told apart
 //!   only by place, as in the kernel: the topmost entry goes, whichever guard drops first.
 //!   `force_unlock_read` takes the topmost read entry (plain or recursive) of the lock.
-//! - A `ReentrantMutex` is tracked by its outermost guard; dropped before a nested one, the
-//!   mutex stops being seen as held while the nested guard lives (no false report, missed
-//!   dependencies).
+//! - A `ReentrantMutex` has one held-lock entry, made by its outermost guard, for as long as
+//!   the thread holds a level of it: a nested guard that outlives the outermost one keeps it.
 //! - An upgrade is validated as an acquisition that waits for the lock's readers; a cycle
 //!   through another thread's exclusive holding of the lock, which cannot coexist with the
 //!   upgrading thread's upgradable read, is still reported (an over-approximation).

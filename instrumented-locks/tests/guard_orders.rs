@@ -69,7 +69,7 @@ enum Guard<'a> {
     Upgradable(usize, RwLockUpgradableReadGuard<'a, u32>),
     /// Whether it was the thread's outermost level when it was taken (only that one is on the
     /// held stack), and the guard.
-    Reentrant(bool, ReentrantMutexGuard<'a, u32>),
+    Reentrant(ReentrantMutexGuard<'a, u32>),
 }
 
 impl Guard<'_> {
@@ -289,8 +289,7 @@ fn run<'a>(l: &'a Locks, gs: &mut Vec<Guard<'a>>, op: Op) -> String {
             format!("drop #{i}")
         }
         Op::Reentrant => {
-            let outermost = !gs.iter().any(|g| matches!(g, Guard::Reentrant(..)));
-            gs.push(Guard::Reentrant(outermost, l.re.lock()));
+            gs.push(Guard::Reentrant(l.re.lock()));
             "reentrant".into()
         }
         Op::Wait(i) => match gs.get_mut(i) {
@@ -349,9 +348,8 @@ fn canonical(r: &Report) -> String {
 }
 
 /// What this thread should hold for the guards `gs`: a `lock:mode` per held entry, sorted.
-/// The reentrant mutex has one entry, its outermost guard's, however often it is held; as
-/// `ReentrantMutex` documents, it is gone once that guard is, even while a nested guard
-/// lives (dependencies from it are then missed, no false report).
+/// The reentrant mutex has one entry, its outermost guard's, however often it is held, for as
+/// long as any of its guards lives (a nested guard may outlive the outermost one).
 fn model_held(gs: &[Guard]) -> Vec<String> {
     let mut held: Vec<String> = gs
         .iter()
@@ -366,7 +364,7 @@ fn model_held(gs: &[Guard]) -> Vec<String> {
             Guard::Reentrant(..) => unreachable!(),
         })
         .collect();
-    if gs.iter().any(|g| matches!(g, Guard::Reentrant(true, _))) {
+    if gs.iter().any(|g| matches!(g, Guard::Reentrant(..))) {
         held.push("re:Exclusive".into());
     }
     held.sort();

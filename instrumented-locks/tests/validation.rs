@@ -447,6 +447,39 @@ fn reentrant_mutex_tracks_only_the_outermost_lock() {
     assert_eq!(one_cycle(&take()), ["M", "R", "M"]);
 }
 
+/// The outermost guard dropped before a nested one: the thread still holds the mutex, and so
+/// does its held stack, until the nested guard (the last level) goes. A lock taken meanwhile
+/// depends on it, and the inverted order is reported.
+#[test]
+fn a_nested_reentrant_guard_that_outlives_the_outermost_keeps_the_mutex_held() {
+    let _h = start();
+    let r = ReentrantMutex::named(0, "R");
+    let m = Mutex::named(0, "M");
+    let outer = r.lock();
+    let nested = r.lock();
+    drop(outer);
+    assert_eq!(held_count(), 1);
+    assert!(lockdep::is_held(r.lock_map().unwrap()));
+    drop(m.lock()); // R -> M, with only the nested guard holding R
+    drop(nested);
+    assert_eq!(held_count(), 0);
+    assert!(take().is_empty());
+    {
+        let _m = m.lock();
+        let _g = r.lock();
+    }
+    assert_eq!(one_cycle(&take()), ["M", "R", "M"]);
+    // A forgotten outermost guard's level, released by `force_unlock`, still ends the entry.
+    std::mem::forget(r.lock());
+    let nested = r.lock();
+    drop(nested);
+    assert_eq!(held_count(), 1);
+    // SAFETY: the forgotten guard's level, which no live guard owns.
+    unsafe { r.force_unlock() };
+    assert_eq!(held_count(), 0);
+    assert!(take().is_empty());
+}
+
 #[test]
 fn unlocked_releases_and_revalidates() {
     let _h = start();

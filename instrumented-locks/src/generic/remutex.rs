@@ -2,9 +2,9 @@
 //!
 //! Only a thread's *outermost* acquisition is a lockdep acquisition: re-locking a re-entrant
 //! mutex the thread already owns cannot block, so it is neither validated nor pushed on the
-//! held stack (the guard of such a nested lock tracks nothing). If the outermost guard is
-//! dropped before a nested one, lockdep stops seeing the mutex as held while the nested
-//! guard lives: no false report, but dependencies from it are missed.
+//! held stack (the guard of such a nested lock tracks nothing). The entry lives as long as
+//! the thread holds a level: if the outermost guard is dropped before a nested one, the
+//! entry stays (at its place on the stack) until the nested guard, the last level, goes.
 //!
 //! The raw side is lock_api's: its re-entrant raw mutex (owner and count over `R`) has no
 //! public constructor from parts, so the lock wraps the whole `lock_api::ReentrantMutex` and
@@ -158,10 +158,10 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         }
     }
 
-    /// Releases one level with `unlock` (the guards' drop, `force_unlock`): lockdep hears of
-    /// it first if `track` is held, or, for a level without a track, if it was the thread's
-    /// last one and this thread's stack still holds the mutex (the entry of a forgotten
-    /// outermost guard).
+    /// Releases one level with `unlock` (the guards' drop, `force_unlock`); the thread's entry
+    /// of the mutex goes with its last level (after the raw unlock), whichever guard that
+    /// is: the outermost one (`track` held), a nested guard that outlived it, or a level
+    /// whose outermost guard was forgotten.
     ///
     /// # Safety
     ///
@@ -174,10 +174,20 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         site: crate::dep::Site,
         unlock: impl FnOnce(&Inner<R, G, T>),
     ) {
-        let outermost = track.is_held();
-        track.release_exclusive(&self.dep, site);
+        if track.is_held() {
+            // The outermost guard: its entry goes with the thread's last level, which may be
+            // a nested guard's that outlives it. Whether one is left is known only after the
+            // unlock, so here lockdep hears of the release just after the raw unlock.
+            unlock(&self.inner);
+            if !self.inner.is_owned_by_current_thread() {
+                track.release_exclusive(&self.dep, site);
+            }
+            return;
+        }
         unlock(&self.inner);
-        if !outermost && !self.inner.is_owned_by_current_thread() {
+        if !self.inner.is_owned_by_current_thread() {
+            // The last level, of a nested guard that outlived the outermost one, or of a
+            // forgotten outermost guard (`force_unlock`).
             self.dep.release_own(site);
         }
     }
