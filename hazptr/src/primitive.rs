@@ -94,7 +94,7 @@ pub(crate) fn unwinding_out_of_model() -> bool {
     MODEL_CHECKED && std::thread::panicking()
 }
 
-/// A per-thread cache of the two last-used `(domain id, record address)` pairs for the
+/// A per-thread cache of the two last-inserted `(domain id, record address)` pairs for the
 /// reader fast path: a `const`, destructor-free thread-local, so reading it is
 /// `%fs`-relative loads and never fails, even during thread-local destruction. Two entries,
 /// so that a thread that alternates between two domains (a program's own domain and the one

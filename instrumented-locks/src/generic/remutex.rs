@@ -174,20 +174,18 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         site: crate::dep::Site,
         unlock: impl FnOnce(&Inner<R, G, T>),
     ) {
-        if track.is_held() {
-            // The outermost guard: its entry goes with the thread's last level, which may be
-            // a nested guard's that outlives it. Whether one is left is known only after the
-            // unlock, so here lockdep hears of the release just after the raw unlock.
-            unlock(&self.inner);
-            if !self.inner.is_owned_by_current_thread() {
-                track.release_exclusive(&self.dep, site);
-            }
+        // Whether this was the thread's last level is known only after the unlock, so
+        // lockdep hears of the release just after the raw unlock.
+        unlock(&self.inner);
+        if self.inner.is_owned_by_current_thread() {
+            // A level is left (a nested guard outliving the outermost one): the entry stays.
             return;
         }
-        unlock(&self.inner);
-        if !self.inner.is_owned_by_current_thread() {
-            // The last level, of a nested guard that outlived the outermost one, or of a
-            // forgotten outermost guard (`force_unlock`).
+        if track.is_held() {
+            track.release_exclusive(&self.dep, site);
+        } else {
+            // The last level of a nested guard that outlived the outermost one, or of a
+            // forgotten outermost guard (`force_unlock`): this thread's entry, if any.
             self.dep.release_own(site);
         }
     }

@@ -94,7 +94,6 @@ static DIRECT: AtomicBool = AtomicBool::new(false);
 /// cache misses on a line the lookups had just read (measured: a quarter of the unregister's
 /// own time with one traffic thread, see BENCHMARKS.md, "The main job").
 static SWITCH: CachePadded<RwLock<()>> = CachePadded::new(RwLock::new(()));
-const _: () = assert!(std::mem::align_of::<CachePadded<RwLock<()>>>() >= 64);
 
 /// Around `fork()`: no unregister (and so no grace-period wait of ours) is in progress while
 /// the child is made, and the child forgets the hazard pointers of lookups that were running
