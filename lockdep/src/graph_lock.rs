@@ -10,6 +10,7 @@
 
 use std::any::Any;
 use std::cell::Cell;
+use std::ptr;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use crate::fork::{self, Participant, Rank};
@@ -59,6 +60,19 @@ pub(crate) fn graph_lock() -> GraphGuard {
     // A thread past its locals' destruction is simply not counted.
     let _ = SECTIONS.try_with(|n| n.set(n.get() + 1));
     lock()
+}
+
+/// Asks for every cache line of the graph lock and of what it guards in place (the lock
+/// word, the class table's and the key table's headers and counters: about four lines), with
+/// write intent, ahead of a section that will write them (see [`prefetch`](crate::prefetch)).
+/// Another thread's section usually wrote them last, and without this each one is a
+/// transfer of its own, one after another. A hint: takes no lock and changes nothing.
+pub(crate) fn prefetch_for_write() {
+    let start = ptr::from_ref(&GLOBAL).cast::<u8>();
+    for offset in (0..size_of_val(&GLOBAL)).step_by(64) {
+        // `wrapping_add`: an address inside the static (offset < its size), only hinted at.
+        crate::prefetch::for_write(start.wrapping_add(offset));
+    }
 }
 
 /// Graph-lock sections the calling thread has entered since it started (the fork handler's

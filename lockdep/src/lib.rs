@@ -376,6 +376,8 @@
 // The modules in dependency order: each uses only modules above it (checked by
 // `tests/module_graph.rs`).
 //
+// Cache prefetch hints, for slow paths that write lines other threads used last.
+mod prefetch;
 // Every fixed size, with the reason for it.
 mod limits;
 // The placeholder sites of a release by guard drop and of an unregister by key drop.

@@ -93,6 +93,13 @@ pub(crate) fn make_live(index: u32) -> ClassId {
     id
 }
 
+/// Asks for slot `index`'s word with write intent, ahead of a [`make_dead`] (see
+/// [`prefetch`](crate::prefetch)): the word is read by every acquisition of the class, so
+/// another CPU usually has the line.
+pub(crate) fn prefetch_for_write(index: u32) {
+    crate::prefetch::for_write(word(index));
+}
+
 /// Marks slot `index` free (even generation). Caller holds the graph lock.
 pub(crate) fn make_dead(index: u32) {
     let slot = word(index);

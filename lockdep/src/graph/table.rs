@@ -295,6 +295,19 @@ impl Graph {
         true
     }
 
+    /// Asks for the lines a [`zap_key`](Self::zap_key) of `ids`'s key will write first (each
+    /// class's slot and generation word), so that their transfers from the CPUs that used the
+    /// classes last overlap each other and the caller's work until the zap (see
+    /// [`prefetch`](crate::prefetch)). A hint: changes nothing.
+    pub fn prefetch_zap(&self, ids: &KeyClassIds) {
+        for id in ids.as_slice() {
+            if let Some(slot) = self.classes.get(id.index() as usize) {
+                crate::prefetch::for_write(slot);
+            }
+            generation::prefetch_for_write(id.index());
+        }
+    }
+
     /// Zaps every class whose key is `key` (all subclasses, found with one lookup); returns
     /// how many there were.
     pub fn zap_key(&mut self, key: KeyRef) -> usize {
