@@ -170,7 +170,7 @@ impl DynamicKey {
         // The lines this unregister writes first were used last by other threads: the bucket
         // head and the node by lookups, the graph lock's by their slow paths. Asked for now,
         // their transfers overlap instead of following one another (on a 2-vCPU Xeon VM with
-        // one traffic thread: unregister p50 0.41 -> 0.34 us, see BENCHMARKS.md).
+        // one traffic thread: unregister p50 0.39 -> 0.33 us pinned, see BENCHMARKS.md).
         crate::prefetch::for_write(table::bucket_head(self.bucket()));
         crate::prefetch::for_read(self.node.as_ptr());
         crate::graph_lock::prefetch_for_write();
