@@ -29,9 +29,17 @@ use crate::raw::{self, CondvarMutex};
 /// sleeping on this condvar (`lockdep::condvar_sleep`; the dump's `ThreadLocks::condvar`):
 /// parked workers of a pool do not show as holders of its queue's mutex, and the watchdog
 /// names the mutex's real holder. A lock reported freed while a thread sleeps on it leaves
-/// that thread's stack, and its guard then releases nothing. For that, while validation tracks the mutex, a notified waiter is woken rather than
-/// requeued onto the mutex (see [`raw::Condvar`]): a requeued thread would wait inside the
-/// parking lot, unseen. With
+/// that thread's stack, and its guard then releases nothing.
+///
+/// Once waits are watched ([`lockdep::waits_watched`]: the watchdog was started, or
+/// `lockdep::deadlocks_now` was called), a notified waiter whose mutex validation tracks is
+/// woken rather than requeued onto the mutex (see [`raw::Condvar`]), so that its re-lock is
+/// an announced wait: a requeued thread would wait inside the parking lot, unseen. Until then
+/// it is requeued, as parking_lot does, and a notification sent while holding the mutex wakes
+/// it once, at the unlock, instead of twice (the wake-up, then the wait for the notifier's
+/// unlock): measured, the ping-pong round trip of `benches/overhead.rs` is then within noise
+/// of parking_lot's instead of 1.4-2.5 times it. A requeued waiter shows in a dump as asleep
+/// in its condvar wait, with the mutex it will re-lock. With
 /// lockdep's `Policy::Panic`, the panic happens before the thread waits; the guard then
 /// still owns the mutex and unlocks it as the panic unwinds.
 ///
@@ -87,9 +95,12 @@ impl Condvar {
         let saved = track.suspend(dep, site);
         self.dep.wait(site);
         track.resume(dep, saved, site);
-        // Tracked, the waiter is woken rather than requeued onto the mutex, so that the
-        // re-lock below is its own and announced like a blocking lock's wait.
+        // Tracked while waits are watched (the watchdog, `deadlocks_now`), the waiter is woken
+        // rather than requeued onto the mutex, so that the re-lock below is its own and
+        // announced like a blocking lock's wait. Otherwise requeued, as parking_lot does: a
+        // notification sent while holding the mutex then wakes the waiter once, at the unlock.
         let tracked = track.is_held();
+        let requeue = !tracked || !lockdep::waits_watched();
         // Tracked, the map (always there with `validate`, which alone tracks): other threads
         // see the re-lock's entry as not held from here until the mutex is owned again.
         let sleep = dep.map().filter(|_| tracked);
@@ -100,7 +111,7 @@ impl Condvar {
         // (`CondvarMutex`'s contract); it holds it again below, before the guard is used.
         let woken = unsafe {
             self.inner
-                .park_released(mutex.as_raw_mutex(), deadline, !tracked)
+                .park_released(mutex.as_raw_mutex(), deadline, requeue)
         };
         match sleep {
             Some(map) => {

@@ -482,8 +482,8 @@ pub use task::{
 };
 pub use wait::{lock_acquired, lock_contended};
 pub use watchdog::{
-    deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, Deadlock, HungWait,
-    WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
+    deadlocks_now, set_watchdog_handler, start_watchdog, stop_watchdog, waits_watched, Deadlock,
+    HungWait, WatchdogHandler, WatchdogReport, WATCHDOG_ENV,
 };
 
 /// Sets the per-thread held-lock depth above which a [`Report::CapacityExhausted`] is made:

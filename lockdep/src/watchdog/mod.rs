@@ -26,6 +26,7 @@ mod detect;
 mod types;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
@@ -58,6 +59,43 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
     running: false,
 });
 
+/// Whether anything looks at the waits of blocked threads: 0 not asked yet, 1 no, 2 yes (the
+/// watchdog was started, [`WATCHDOG_ENV`] is set, or [`deadlocks_now`] was called). Once yes,
+/// yes for the rest of the process.
+static WATCHED: AtomicU8 = AtomicU8::new(0);
+
+/// Whether anything looks at the waits of blocked threads now or will: the watchdog was
+/// started (or [`WATCHDOG_ENV`] asks for it) or [`deadlocks_now`] was called, ever. Until then,
+/// a lock wrapper may let a thread block where no announced wait shows it (instrumented-locks'
+/// `Condvar` then lets a notification move its waiter onto the mutex's queue, as parking_lot
+/// does, instead of waking it to re-lock the mutex as an announced wait; that costs the
+/// notify-while-holding pattern a second wake-up). Lock-free: one relaxed load after the
+/// first call, which reads the environment. Thread-safe.
+pub fn waits_watched() -> bool {
+    // Relaxed (all three): an advisory flag; nothing is read through it. A wait that misses a
+    // concurrent start is one wait the new watchdog does not see.
+    match WATCHED.load(Ordering::Relaxed) {
+        2 => true,
+        1 => false,
+        _ => {
+            let env = std::env::var_os(WATCHDOG_ENV).is_some();
+            let _ = WATCHED.compare_exchange(
+                0,
+                if env { 2 } else { 1 },
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            WATCHED.load(Ordering::Relaxed) == 2
+        }
+    }
+}
+
+/// From now on, waits are looked at (see [`waits_watched`]).
+fn mark_watched() {
+    // Relaxed: see `waits_watched`.
+    WATCHED.store(2, Ordering::Relaxed);
+}
+
 /// Starts the watchdog, or changes its threshold if it runs: a thread blocked on an
 /// instrumented lock whose wait-for chain made no progress for `threshold` is reported, a
 /// cycle as [`WatchdogReport::Deadlock`], otherwise as [`WatchdogReport::Hung`]; each wait
@@ -73,6 +111,9 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
 pub fn start_watchdog(threshold: Duration) -> std::io::Result<()> {
     let mut c = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
     c.threshold = threshold;
+    if !threshold.is_zero() {
+        mark_watched();
+    }
     if threshold.is_zero() || c.running {
         return Ok(());
     }
@@ -119,6 +160,7 @@ pub(crate) fn start_from_env_once() {
 /// copies made at different moments is never reported). Thread-safe; takes the graph lock if
 /// there is a cycle. What parking_lot's `deadlock::check_deadlock` answers, with lock names.
 pub fn deadlocks_now() -> Vec<Deadlock> {
+    mark_watched();
     let snaps = thread::snapshots();
     let wf = WaitFor::new(&snaps);
     let cycles = wf.cycles();
