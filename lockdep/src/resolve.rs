@@ -81,6 +81,14 @@ pub(crate) fn resolve_locked(
             return NONE;
         }
     }
+    // A class of this key that this thread found before and that still lives: no graph lock
+    // (kernel: `look_up_lock_class()`, a lock-free lookup; only a class to be made takes the
+    // graph lock). A new lock of an existing class, the common case of a program that makes
+    // locks as it goes (a channel, a connection, a cache entry each), then costs no section.
+    if let Some(id) = known::get(key, subclass) {
+        map.set_cached(subclass, id);
+        return (id, None);
+    }
     let mut g = graph_lock();
     let id = match g.graph.find(key, subclass) {
         Some(id) => id,
@@ -132,6 +140,84 @@ pub(crate) fn resolve_locked(
             }
         }
     };
+    known::put(key, subclass, id);
     map.set_cached(subclass, id);
     (id, Some(g))
+}
+
+/// Each thread's cache of the classes it resolved: key and subclass to class id, direct-mapped.
+/// Keys are matched by their words (addresses and numbers, no string compared): equal words
+/// are one key, while two copies of one site or type name (two codegen units) are only two
+/// entries. An entry counts only while its class lives (the generation check), so a zapped
+/// class (an unregistered key, `lockdep::reset`) is never returned.
+mod known {
+    use std::cell::Cell;
+    use std::ptr;
+
+    use crate::class::{generation, ClassId, KeyRef};
+
+    /// Entries per thread (a power of two).
+    const ENTRIES: usize = 64;
+
+    #[derive(Clone, Copy)]
+    struct Entry {
+        words: [u64; 3],
+        subclass: u8,
+        id: ClassId,
+    }
+
+    const EMPTY: Entry = Entry {
+        words: [0; 3],
+        subclass: 0,
+        id: ClassId::NONE,
+    };
+
+    thread_local! {
+        static TABLE: [Cell<Entry>; ENTRIES] = const { [const { Cell::new(EMPTY) }; ENTRIES] };
+    }
+
+    /// The words of `key`, or `None` for keys never cached (an instance's own class, whose
+    /// map resolves it once; never-validated maps). The first word tells the kinds apart and
+    /// is never 0, so the empty entry matches nothing.
+    fn words(key: KeyRef) -> Option<[u64; 3]> {
+        Some(match key {
+            KeyRef::Static(k) => [1, ptr::from_ref(k.0) as usize as u64, 0],
+            KeyRef::Site(site) => [2, ptr::from_ref(site) as usize as u64, 0],
+            KeyRef::SiteType { site, ty } => {
+                [3, ptr::from_ref(site) as usize as u64, ty.0 as usize as u64]
+            }
+            KeyRef::Dynamic { addr, serial } => [4, addr as u64, serial],
+            KeyRef::Instance(_) | KeyRef::NoValidate => return None,
+        })
+    }
+
+    fn slot(words: &[u64; 3], subclass: u8) -> usize {
+        let h = (words[1] ^ words[2].rotate_left(17) ^ u64::from(subclass) ^ words[0] << 60)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h >> 58) as usize % ENTRIES
+    }
+
+    /// The live class of `(key, subclass)` this thread cached, if any.
+    pub(super) fn get(key: KeyRef, subclass: u8) -> Option<ClassId> {
+        let words = words(key)?;
+        let i = slot(&words, subclass);
+        let e = TABLE.try_with(|t| t[i].get()).ok()?;
+        (e.words == words && e.subclass == subclass && generation::is_live(e.id)).then_some(e.id)
+    }
+
+    /// Caches `id` as the class of `(key, subclass)` (replacing whatever shared its entry).
+    pub(super) fn put(key: KeyRef, subclass: u8, id: ClassId) {
+        let Some(words) = words(key) else {
+            return;
+        };
+        let i = slot(&words, subclass);
+        // A thread past its locals' destruction simply caches nothing.
+        let _ = TABLE.try_with(|t| {
+            t[i].set(Entry {
+                words,
+                subclass,
+                id,
+            })
+        });
+    }
 }

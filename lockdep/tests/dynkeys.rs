@@ -243,6 +243,67 @@ fn a_new_lock_costs_one_graph_lock_section() {
     assert!(!queue_key.is_registered());
 }
 
+/// A new lock of a class this thread resolved before takes no graph-lock section: its class
+/// comes from the thread's class cache, checked live (kernel: `look_up_lock_class()` is
+/// lock-free). Once the key is unregistered (its classes zapped), a lock of it is refused
+/// again, and a re-registered key gets a new class through the graph lock.
+#[test]
+fn a_new_lock_of_a_known_class_takes_no_graph_lock_section() {
+    let _h = start();
+    let sections = lockdep::graph_lock_sections;
+    let key = DynamicKey::new("per-connection");
+    let maps = || LockMap::with_dynamic_key("conn", &key);
+
+    let first = maps();
+    let before = sections();
+    lock(&first);
+    unlock(&first);
+    assert_eq!(sections() - before, 1, "the class is made");
+    drop(first);
+
+    for _ in 0..3 {
+        let next = maps();
+        let before = sections();
+        lock(&next);
+        unlock(&next);
+        assert_eq!(sections() - before, 0, "known class, chain head");
+    }
+    // Site-keyed locks too: one construction line, many locks.
+    let site_maps: Vec<LockMap> = (0..3).map(|_| LockMap::new("from one line")).collect();
+    lock(&site_maps[0]);
+    unlock(&site_maps[0]);
+    let before = sections();
+    for m in &site_maps[1..] {
+        lock(m);
+        unlock(m);
+    }
+    assert_eq!(sections() - before, 0, "known site class");
+
+    // Unregistered: its class is dead, so the cache does not answer, and the lock of the
+    // unregistered key is refused with a report, as before.
+    key.unregister();
+    let stale = LockMap::with_dynamic_key("conn", &key);
+    assert_reports!(Report::KeyMisuse {
+        kind: KeyMisuse::NotRegistered,
+        ..
+    });
+    lock(&stale);
+    unlock(&stale);
+    assert_reports!(Report::KeyMisuse {
+        kind: KeyMisuse::NotRegistered,
+        ..
+    });
+    drop(stale);
+    // Registered again: a new class, made under the graph lock.
+    key.register();
+    let again = maps();
+    let before = sections();
+    lock(&again);
+    unlock(&again);
+    assert_eq!(sections() - before, 1, "a new class after the zap");
+    assert_reports!();
+}
+
 /// An unregister finds another thread's held lock of the key (read from its record in
 /// place) and names that thread and lock; a lock of another key held meanwhile, and a key
 /// whose classes nobody holds or that has none, are not reported.
