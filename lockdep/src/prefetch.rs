@@ -61,9 +61,11 @@ fn has_prefetchw() -> bool {
     // Relaxed: a value computed the same way by every thread; nothing is read through it.
     match ANSWER.load(Ordering::Relaxed) {
         0 => {
+            // `unsafe` for the toolchains where `__cpuid` still is (it is safe in newer ones).
             // SAFETY: CPUID exists on every x86-64 CPU; leaf 0x8000_0000 says which extended
             // leaves exist, and 0x8000_0001 is asked only if it does.
-            let yes = {
+            #[allow(unused_unsafe)]
+            let yes = unsafe {
                 use std::arch::x86_64::__cpuid;
                 __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
             };
