@@ -36,7 +36,8 @@ pub fn set_enabled(on: bool) {
 /// Whether lock operations are being fed to lockdep: false without the `validate` feature,
 /// otherwise the last [`set_enabled`] value, or (before any call) true unless [`ENV_VAR`]
 /// says `0`, `off` or `false`.
-#[inline]
+#[cfg_attr(not(debug_assertions), inline)]
+#[cfg_attr(debug_assertions, inline(never))]
 pub fn is_enabled() -> bool {
     if !cfg!(feature = "validate") {
         return false;
