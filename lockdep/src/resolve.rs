@@ -156,8 +156,9 @@ mod known {
 
     use crate::class::{generation, ClassId, KeyRef};
 
-    /// Entries per thread (a power of two).
+    /// Entries per thread (a power of two: `slot` keeps the hash's top bits).
     const ENTRIES: usize = 64;
+    const _: () = assert!(ENTRIES.is_power_of_two());
 
     #[derive(Clone, Copy)]
     struct Entry {
@@ -194,7 +195,7 @@ mod known {
     fn slot(words: &[u64; 3], subclass: u8) -> usize {
         let h = (words[1] ^ words[2].rotate_left(17) ^ u64::from(subclass) ^ words[0] << 60)
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (h >> 58) as usize % ENTRIES
+        (h >> (64 - ENTRIES.trailing_zeros())) as usize
     }
 
     /// The live class of `(key, subclass)` this thread cached, if any.

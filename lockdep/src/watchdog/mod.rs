@@ -60,12 +60,14 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
 });
 
 /// Whether anything looks at the waits of blocked threads: 0 not asked yet, 1 no, 2 yes (the
-/// watchdog was started, [`WATCHDOG_ENV`] is set, or [`deadlocks_now`] was called). Once yes,
+/// watchdog was started, [`WATCHDOG_ENV`] holds a threshold, or [`deadlocks_now`] was called).
+/// Once yes,
 /// yes for the rest of the process.
 static WATCHED: AtomicU8 = AtomicU8::new(0);
 
 /// Whether anything looks at the waits of blocked threads now or will: the watchdog was
-/// started (or [`WATCHDOG_ENV`] asks for it) or [`deadlocks_now`] was called, ever. Until then,
+/// started (or [`WATCHDOG_ENV`] holds a threshold that starts it) or [`deadlocks_now`] was
+/// called, ever. Until then,
 /// a lock wrapper may let a thread block where no announced wait shows it (instrumented-locks'
 /// `Condvar` then lets a notification move its waiter onto the mutex's queue, as parking_lot
 /// does, instead of waking it to re-lock the mutex as an announced wait; that costs the
@@ -78,7 +80,7 @@ pub fn waits_watched() -> bool {
         2 => true,
         1 => false,
         _ => {
-            let env = std::env::var_os(WATCHDOG_ENV).is_some();
+            let env = matches!(env_threshold(), Some(Ok(_)));
             let _ = WATCHED.compare_exchange(
                 0,
                 if env { 2 } else { 1 },
@@ -135,23 +137,29 @@ pub fn set_watchdog_handler(handler: Option<WatchdogHandler>) {
     CONFIG.lock().unwrap_or_else(|e| e.into_inner()).handler = handler;
 }
 
+/// What [`WATCHDOG_ENV`] asks for: nothing if unset, a threshold if it holds a positive
+/// number of milliseconds, else the value it holds (which starts no watchdog).
+fn env_threshold() -> Option<Result<Duration, String>> {
+    let v = std::env::var(WATCHDOG_ENV).ok()?;
+    Some(match v.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err(v),
+    })
+}
+
 /// Starts the watchdog if [`WATCHDOG_ENV`] holds a threshold in milliseconds; once.
 pub(crate) fn start_from_env_once() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let Ok(v) = std::env::var(WATCHDOG_ENV) else {
-            return;
-        };
-        match v.trim().parse::<u64>() {
-            Ok(ms) if ms > 0 => {
-                if let Err(e) = start_watchdog(Duration::from_millis(ms)) {
-                    report::write_stderr(&format!("lockdep: watchdog not started: {e}\n"));
-                }
+    ONCE.call_once(|| match env_threshold() {
+        None => {}
+        Some(Ok(threshold)) => {
+            if let Err(e) = start_watchdog(threshold) {
+                report::write_stderr(&format!("lockdep: watchdog not started: {e}\n"));
             }
-            _ => report::write_stderr(&format!(
-                "lockdep: {WATCHDOG_ENV}={v:?} is not a threshold in milliseconds; no watchdog\n"
-            )),
         }
+        Some(Err(v)) => report::write_stderr(&format!(
+            "lockdep: {WATCHDOG_ENV}={v:?} is not a threshold in milliseconds; no watchdog\n"
+        )),
     });
 }
 
