@@ -61,16 +61,15 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
 
 /// Whether anything looks at the waits of blocked threads: 0 not asked yet, 1 no, 2 yes (the
 /// watchdog was started, [`WATCHDOG_ENV`] holds a threshold, or [`deadlocks_now`] was called).
-/// Once yes,
-/// yes for the rest of the process.
+/// Once yes, yes for the rest of the process.
 static WATCHED: AtomicU8 = AtomicU8::new(0);
 
 /// Whether anything looks at the waits of blocked threads now or will: the watchdog was
 /// started (or [`WATCHDOG_ENV`] holds a threshold that starts it) or [`deadlocks_now`] was
-/// called, ever. Until then,
-/// a lock wrapper may let a thread block where no announced wait shows it (instrumented-locks'
-/// `Condvar` then lets a notification move its waiter onto the mutex's queue, as parking_lot
-/// does, instead of waking it to re-lock the mutex as an announced wait; that costs the
+/// called, ever. Until then, a lock wrapper may let a thread block where no announced wait
+/// shows it (instrumented-locks' `Condvar` then lets a notification move its waiter onto the
+/// mutex's queue, as parking_lot does, instead of waking it to re-lock the mutex as an
+/// announced wait; that costs the
 /// notify-while-holding pattern a second wake-up). Lock-free: one relaxed load after the
 /// first call, which reads the environment. Thread-safe.
 pub fn waits_watched() -> bool {
