@@ -69,9 +69,8 @@ static WATCHED: AtomicU8 = AtomicU8::new(0);
 /// called, ever. Until then, a lock wrapper may let a thread block where no announced wait
 /// shows it (instrumented-locks' `Condvar` then lets a notification move its waiter onto the
 /// mutex's queue, as parking_lot does, instead of waking it to re-lock the mutex as an
-/// announced wait; that costs the
-/// notify-while-holding pattern a second wake-up). Lock-free: one relaxed load after the
-/// first call, which reads the environment. Thread-safe.
+/// announced wait; that costs the notify-while-holding pattern a second wake-up). Lock-free:
+/// one relaxed load after the first call, which reads the environment. Thread-safe.
 pub fn waits_watched() -> bool {
     // Relaxed (all three): an advisory flag; nothing is read through it. A wait that misses a
     // concurrent start is one wait the new watchdog does not see.
