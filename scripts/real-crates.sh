@@ -101,6 +101,10 @@ usage: scripts/real-crates.sh [options]
   --jobs N          parallel build jobs for cargo (default: cargo's own)
   --compat DIR      the compat crate to patch in (default instrumented-locks/compat/parking_lot)
   --compat-013 DIR  the 0.13 compat crate (default instrumented-locks/compat/parking_lot-0.13)
+  --tables          patched builds get the README's [profile.dev.package.*] tables (opt-level
+                    3 for lockdep, hazptr, instrumented-locks and the compat crates), as a user
+                    following the README has; the baseline stays as published. Without it,
+                    patched builds run the validator unoptimized (the dev profile)
   --clean           remove the crates' target dirs first, so build times are from scratch
   --offline         pass --offline to cargo (everything must have been fetched before)
   -h, --help        this text
@@ -122,6 +126,7 @@ RUNS=1
 JOBS=()
 OFFLINE=()
 CLEAN=0
+TABLES=0
 while [[ $# -gt 0 ]]; do
     case $1 in
     --only)
@@ -154,6 +159,7 @@ while [[ $# -gt 0 ]]; do
         shift 2
         ;;
     --clean) CLEAN=1; shift ;;
+    --tables) TABLES=1; shift ;;
     --offline) OFFLINE=(--offline); shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option: $1" ;;
@@ -163,6 +169,7 @@ for c in "${CRATES[@]}"; do
     [[ -n ${VERSION[$c]:-} ]] || die "unknown crate '$c' (known: ${ALL_CRATES[*]})"
 done
 command -v cargo >/dev/null || die "cargo not found"
+[[ $TABLES == 1 ]] && note "patched builds get the README's profile tables (--tables)"
 command -v tar >/dev/null || die "tar not found"
 CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 
@@ -326,6 +333,14 @@ prepare() { # NAME MODE -> prints the working copy's path
         patches+="parking_lot_013 = { path = \"$COMPAT13\", package = \"parking_lot\" }"$'\n'
     fi
     [[ -n $patches ]] && block+=$'\n'"[patch.crates-io]"$'\n'"$patches"
+    # The README's tables: the validator's crates optimized inside the crate's dev profile (a
+    # `parking_lot` entry names every parking_lot in the graph, both compat crates here).
+    if [[ $mode == patched && $TABLES == 1 ]]; then
+        local pkg
+        for pkg in lockdep hazptr instrumented-locks parking_lot; do
+            block+=$'\n'"[profile.dev.package.$pkg]"$'\n'"opt-level = 3"$'\n'
+        done
+    fi
     if is_probe_crate "$c"; then
         mkdir -p "$work/tests"
         cmp -s "$PROBE_SRC" "$work/tests/$PROBE_NAME.rs" || cp "$PROBE_SRC" "$work/tests/$PROBE_NAME.rs"
