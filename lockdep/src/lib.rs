@@ -290,6 +290,10 @@
 //! - **lock_stat** ([`set_lock_stat`], [`lock_stat`]): per-class acquisitions, contentions, wait
 //!   and hold times (the kernel's `/proc/lock_stat`); off, nothing on the fast paths (on, each
 //!   thread's record carries a bit that sends them to the slow paths, which count).
+//! - **Stacks in cycle reports** ([`set_capture_backtraces`], or [`BACKTRACE_ENV`] without a
+//!   code change: `LOCKDEP_BACKTRACE=1`): each new dependency keeps the stack that made it, for
+//!   a report whose sites are inside a crate's own lock wrapper; paid only when a dependency is
+//!   new.
 //! - **The chain cache switch** ([`set_chain_cache`]): off, every nested acquisition is
 //!   validated as if its chain were new; for checking that no cache changes a verdict (the
 //!   crate's own differential tests run every sequence with it on and off).
@@ -386,7 +390,7 @@ mod site;
 mod fork;
 // Acquire modes and dependency kinds.
 mod mode;
-// Run-time settings: depth limit, report repeats, backtrace capture.
+// Run-time settings: depth limit, report repeats, the chain cache switch.
 mod settings;
 // How two instances of one class may nest, and the epoch of cached instance pairs.
 mod nesting;
@@ -405,6 +409,8 @@ mod current_task;
 // What a report says, its text, how it is built, where it goes (deduplicated, re-entrancy
 // safe), test scopes.
 mod report;
+// Backtrace capture for new dependencies, and `LOCKDEP_BACKTRACE`.
+mod backtraces;
 // The graph lock and what it guards.
 mod graph_lock;
 // Each thread's state in a thread-local: release, freed memory, thread exit.
@@ -446,6 +452,7 @@ pub use annotate::{
     held_count, held_locks, is_held, pin, set_held_mode, set_held_subclass, unpin, upgrade,
     upgrade_timed, upgrade_timed_out, DetachedLock, TimedUpgrade,
 };
+pub use backtraces::{set_capture_backtraces, BACKTRACE_ENV};
 pub use class::ClassId;
 pub use condvar::{
     condvar_notify, condvar_sleep, condvar_wait, condvar_woken, set_condvar_tracking, CondvarMap,
@@ -475,7 +482,7 @@ pub use report::{
     SuppressionError, SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin,
     TaskLocks, TestScope, ThreadDesc, ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
 };
-pub use settings::{set_capture_backtraces, set_report_each_cycle_once, set_report_repeats};
+pub use settings::{set_report_each_cycle_once, set_report_repeats};
 pub use site::{is_guard_drop, is_key_drop};
 pub use task::{
     current_task, task_acquire, task_release, task_set_held_mode, PollScope, TaskContext, TaskHeld,

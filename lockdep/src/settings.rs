@@ -7,7 +7,6 @@ use crate::limits::DEFAULT_MAX_DEPTH;
 
 static MAX_DEPTH: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_DEPTH);
 static REPORT_REPEATS: AtomicBool = AtomicBool::new(false);
-static CAPTURE_BACKTRACES: AtomicBool = AtomicBool::new(false);
 static CHAIN_CACHE: AtomicBool = AtomicBool::new(true);
 
 /// Stores the depth limit (see the crate's `set_max_depth`, which also tells every thread).
@@ -49,22 +48,6 @@ pub(crate) fn report_repeats() -> bool {
 /// [`Stats::cycles_found`](crate::Stats) counts every attempt. Thread-safe.
 pub fn set_report_each_cycle_once(once: bool) {
     set_report_repeats(!once);
-}
-
-/// Whether a full stack trace (`std::backtrace::Backtrace::force_capture`) is captured when
-/// an acquisition records a *new* dependency, stored with it, and shown in cycle reports
-/// (default `false`: only the two `Location`s of each dependency are kept, which costs
-/// nothing). A capture walks the whole stack, far more work than an acquisition (symbols are
-/// resolved only when a report prints it), but it is paid only when a dependency is new (once
-/// per acquisition), never on a chain-cache hit. Thread-safe.
-pub fn set_capture_backtraces(on: bool) {
-    // Relaxed: an independent setting.
-    CAPTURE_BACKTRACES.store(on, Ordering::Relaxed);
-}
-
-pub(crate) fn capture_backtraces() -> bool {
-    // Relaxed: an independent setting.
-    CAPTURE_BACKTRACES.load(Ordering::Relaxed)
 }
 
 /// Stores the chain cache's switch (see the crate's `set_chain_cache`, which also sends every

@@ -644,7 +644,7 @@ impl LazyTrace {
     fn get(&self) -> Option<Trace> {
         self.0
             .get_or_init(|| {
-                settings::capture_backtraces()
+                crate::backtraces::capture_backtraces()
                     .then(|| Trace(Arc::new(std::backtrace::Backtrace::force_capture())))
             })
             .clone()
