@@ -16,9 +16,10 @@ impl<T: ?Sized> Mutex<T> {
     #[inline]
     #[track_caller]
     pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
+        let panicking = std::thread::panicking();
         let inner = self.inner.lock();
         self.poison.result(MutexGuard {
-            poison: self.poison.guard(),
+            poison: self.poison.guard(panicking),
             inner,
         })
     }
@@ -27,8 +28,9 @@ impl<T: ?Sized> Mutex<T> {
     #[inline]
     #[track_caller]
     pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
+        let panicking = std::thread::panicking();
         let guard = self.inner.try_lock().map(|inner| MutexGuard {
-            poison: self.poison.guard(),
+            poison: self.poison.guard(panicking),
             inner,
         });
         self.poison.try_result(guard)

@@ -24,9 +24,10 @@ impl<T: ?Sized> RwLock<T> {
     #[inline]
     #[track_caller]
     pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
+        let panicking = std::thread::panicking();
         let inner = self.inner.write();
         self.poison.result(RwLockWriteGuard {
-            _poison: self.poison.guard(),
+            _poison: self.poison.guard(panicking),
             inner,
         })
     }
@@ -43,8 +44,9 @@ impl<T: ?Sized> RwLock<T> {
     #[inline]
     #[track_caller]
     pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
+        let panicking = std::thread::panicking();
         let guard = self.inner.try_write().map(|inner| RwLockWriteGuard {
-            _poison: self.poison.guard(),
+            _poison: self.poison.guard(panicking),
             inner,
         });
         self.poison.try_result(guard)
