@@ -4,25 +4,15 @@
 //! child test's own frame among them); with a value that is not a switch, one line says so
 //! and the report has no stack.
 
-use std::panic::Location;
+mod common;
+
 use std::process::Command;
 
-use lockdep::{LockMap, Mode, BACKTRACE_ENV};
+use common::{new_lock, pair};
+use lockdep::BACKTRACE_ENV;
 
 /// Set in the child's environment: the child test runs only there.
 const CHILD: &str = "LOCKDEP_BACKTRACE_ENV_TEST_CHILD";
-
-fn leak(name: &'static str) -> &'static LockMap {
-    Box::leak(Box::new(LockMap::per_instance(name)))
-}
-
-fn pair(a: &LockMap, b: &LockMap) {
-    let site = Location::caller();
-    lockdep::acquire(a, 0, Mode::Exclusive, false, None, site);
-    lockdep::acquire(b, 0, Mode::Exclusive, false, None, site);
-    lockdep::release(b, site);
-    lockdep::release(a, site);
-}
 
 /// In the child: one inversion, printed by the default policy to standard error.
 #[test]
@@ -30,7 +20,7 @@ fn child_inverts_two_locks() {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
-    let (a, b) = (leak("bt.a"), leak("bt.b"));
+    let (a, b) = (new_lock("bt.a"), new_lock("bt.b"));
     pair(a, b);
     pair(b, a);
     assert_eq!(lockdep::stats().reports, 1);
