@@ -1,8 +1,11 @@
 //! The held-at-exit check and lock operations in other thread-local destructors, on either
 //! side of it: before it they are tracked as usual; after it they are still validated (a
-//! lock order seen only there is reported, locks the check reported can still be released
-//! without a bad-unlock report), locks still held when the thread is gone are not reported
-//! again, and nothing crashes or hangs.
+//! lock order seen only there is reported, locks held at the check can still be released
+//! without a bad-unlock report). What is reported is what the thread holds when it is gone,
+//! after every thread-local destructor: a lock released by a later destructor is not, one
+//! taken there and kept is. A thread that ends the process with `exit()` while holding locks
+//! gets no report (see `process_exit_while_holding_is_not_a_thread_exit` below). Nothing
+//! crashes or hangs.
 //!
 //! Thread-local destructors run in the reverse order of their registration, and lockdep's
 //! exit check is registered by the thread's first lock operation, so a thread-local touched
@@ -32,7 +35,7 @@ thread_local! {
 }
 
 #[test]
-fn a_destructor_after_the_exit_check_reports_nothing_more_about_held_locks() {
+fn a_lock_kept_by_a_destructor_after_the_exit_check_is_reported_with_the_others() {
     let _h = start();
     std::thread::spawn(|| {
         // Registered before lockdep's exit check, so destroyed after it.
@@ -41,10 +44,12 @@ fn a_destructor_after_the_exit_check_reports_nothing_more_about_held_locks() {
     })
     .join()
     .unwrap();
-    // `HELD` is reported by the exit check; `LATE`, taken after it (under `HELD`, still on
-    // the stack), is neither reported as held at exit nor as a bad unlock.
+    // `HELD`, and `LATE`, taken after the check (under `HELD`, still on the stack) and kept:
+    // both are held when the thread is gone. Releasing and re-taking `LATE` there is no bad
+    // unlock.
     assert_reports!(
-        Report::LockHeldAtExit { held, .. } if held.len() == 1 && held[0].name == Some("held")
+        Report::LockHeldAtExit { held, .. }
+            if held.iter().map(|l| l.name).collect::<Vec<_>>() == [Some("held"), Some("late")]
     );
 }
 
@@ -93,8 +98,8 @@ thread_local! {
 }
 
 /// A lock-order inversion seen only in a thread-local destructor that runs after the exit
-/// check is reported (it used to go unvalidated), and releasing a lock the check already
-/// reported as held is not a bad unlock.
+/// check is reported (it used to go unvalidated), and a lock that such a destructor releases
+/// (a guard stashed in a thread-local) is neither held at the thread's end nor a bad unlock.
 #[test]
 fn an_inversion_after_the_exit_check_is_reported() {
     let _h = start();
@@ -105,14 +110,5 @@ fn an_inversion_after_the_exit_check_is_reported() {
     })
     .join()
     .unwrap();
-    let r = take();
-    assert_eq!(r.len(), 2, "{r:#?}");
-    assert!(
-        matches!(&r[0], Report::LockHeldAtExit { held, .. } if held.len() == 1 && held[0].name == Some("stashed")),
-        "{r:#?}"
-    );
-    assert!(
-        matches!(&r[1], Report::CircularDependency(c) if c.cycle.len() == 2),
-        "{r:#?}"
-    );
+    assert_reports!(Report::CircularDependency(c) if c.cycle.len() == 2);
 }

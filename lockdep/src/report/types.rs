@@ -318,7 +318,10 @@ pub enum Report {
         /// [`check_held_lock_freed`](crate::check_held_lock_freed).
         freed_by: Option<ThreadDesc>,
     },
-    /// A thread exited while holding locks (kernel: "lock held when returning to user space").
+    /// A thread exited while holding locks (kernel: "lock held when returning to user space"):
+    /// what it still held once all its thread-local destructors ran (on Unix; elsewhere, when
+    /// lockdep's own ran). Not made for a thread that ends the process with `exit()`: the
+    /// program is over, and no thread can wait for those locks.
     #[non_exhaustive]
     LockHeldAtExit {
         /// The thread.

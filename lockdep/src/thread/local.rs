@@ -5,9 +5,12 @@
 //! it with no lazy-initialization or liveness check ([`state_fast`]). The destructor is a
 //! second, zero-sized thread-local ([`ExitCheck`]), registered by every slow-path access
 //! ([`with_state`]). The fast path can only succeed after one: it never grows the held stack,
-//! and the stack starts with no room. At thread exit the check reports what is still held,
-//! gives the thread's shared record back and frees the state's memory; lock operations in
-//! thread-local destructors that run later are still validated (see `with_state_late`).
+//! and the stack starts with no room. At thread exit the check gives the thread's shared
+//! record back and frees the state's memory; lock operations in thread-local destructors that
+//! run later are still validated (see `with_state_late`). What is still held when the thread
+//! is gone is reported then ([`end`]), not when the thread ends the process.
+
+mod end;
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
@@ -38,12 +41,16 @@ impl Drop for ExitCheck {
                     // elsewhere.
                     st.take_all();
                 } else {
-                    // Reported, and kept: a thread-local destructor that runs after this
-                    // one may still release them (a guard stashed in a thread-local), and
-                    // what it takes meanwhile depends on them.
-                    let held = st.entries().to_vec();
-                    let r = build::held_at_exit(&graph_lock().graph, &st, &held);
-                    report::deliver_no_unwind(r);
+                    // Kept: a thread-local destructor that runs after this one may still
+                    // release them (a guard stashed in a thread-local), and what it takes
+                    // meanwhile depends on them. Reported when the thread is gone, with what
+                    // is held then, and not if this thread is ending the process with
+                    // `exit()` (see [`end`]); the thread's name is looked up now, while its
+                    // thread-locals still live.
+                    let _ = st.identity();
+                    if !end::defer_report() {
+                        report_held(&st);
+                    }
                 }
             }
             st.give_back_record();
@@ -54,6 +61,30 @@ impl Drop for ExitCheck {
             st.refresh_room();
         });
     }
+}
+
+/// Reports the locks `st` holds (the thread is ending).
+fn report_held(st: &ThreadState) {
+    let held = st.entries().to_vec();
+    let r = build::held_at_exit(&graph_lock().graph, st, &held);
+    report::deliver_no_unwind(r);
+}
+
+/// The thread is gone (see [`end`]): reports the locks it still holds after all
+/// its thread-local destructors ran, and forgets them.
+fn report_held_at_end() {
+    STATE.with(|s| {
+        let Ok(mut st) = s.try_borrow_mut() else {
+            return;
+        };
+        if !st.entries().is_empty() {
+            // Borrowed while the report is delivered, so that a lock its delivery takes is
+            // not tracked.
+            report_held(&st);
+            st.take_all();
+            st.trim_after_exit();
+        }
+    });
 }
 
 thread_local! {
