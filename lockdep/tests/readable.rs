@@ -66,6 +66,49 @@ fn a_cycle_report_explains_its_dependency_tags() {
     assert_eq!(text.matches("[XY]").count(), 1, "one legend: {text}");
 }
 
+/// A cycle whose locks are all held as readers says what it needs to deadlock (a writer on
+/// each lock), and its scenario shows each lock held as it was: `rlock`, not `lock`. A cycle
+/// with a lock held exclusively says nothing of the kind.
+#[test]
+fn a_cycle_of_readers_says_it_needs_writers_and_shows_read_holds() {
+    let _h = start();
+    let (a, b) = (new_lock("RA"), new_lock("RB"));
+    read(a);
+    read(b);
+    unlock(b);
+    unlock(a);
+    read(b);
+    read(a);
+    unlock(a);
+    unlock(b);
+    let text = assert_one_cycle(&["RA", "RB"]).to_string();
+    assert!(text.contains("[SN]"), "{text}");
+    let cpu1 = " ".repeat(31);
+    let scenario = format!("  rlock(RB);\n{cpu1}rlock(RA);\n{cpu1}rlock(RB);\n  rlock(RA);\n");
+    assert!(text.contains(&scenario), "{text}");
+    assert!(
+        text.contains(" Every lock of this cycle is held as a reader: it deadlocks only if"),
+        "{text}"
+    );
+
+    // One lock held exclusively: the cycle needs no writer from outside.
+    let (c, d) = (new_lock("XC"), new_lock("XD"));
+    lock(c);
+    read(d);
+    unlock(d);
+    unlock(c);
+    read(d);
+    read(c);
+    unlock(c);
+    unlock(d);
+    let text = assert_one_cycle(&["XC", "XD"]).to_string();
+    assert!(
+        text.contains("                               lock(XC);"),
+        "{text}"
+    );
+    assert!(!text.contains("Every lock of this cycle"), "{text}");
+}
+
 /// Each crossing of the depth limit is an episode; episodes 1, 2, 4, 8, 16 of 20 are
 /// delivered, the others counted.
 #[test]

@@ -13,7 +13,7 @@ use super::types::{
     Report, SameClass, ThreadDesc,
 };
 use super::types::{TaskLocks, ThreadLocks};
-use crate::mode::Mode;
+use crate::mode::{DepKind, Mode};
 use crate::site::{is_guard_drop, is_key_drop};
 
 /// The kernel's report banner: a rule of `=`, the title, a rule of `-`, each as wide as the
@@ -262,13 +262,42 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
         writeln!(f, "\n *** DEADLOCK ***\n")?;
         return held_block(f, &c.thread, &c.held);
     }
+    // How CPU1 holds `parent`: as the last recorded dependency found it held.
+    let pv = last.map_or("lock", |d| held_verb(d.kind));
     writeln!(f, "  {hv}({held_name});")?;
-    writeln!(f, "                               lock({parent});")?;
+    writeln!(f, "                               {pv}({parent});")?;
     writeln!(f, "                               {hv}({held_name});")?;
     writeln!(f, "  {nv}({new_name});")?;
     writeln!(f, "\n *** DEADLOCK ***\n")?;
+    if all_held_shared(c) {
+        writeln!(f, "{ALL_READERS}")?;
+    }
     held_block(f, &c.thread, &c.held)
 }
+
+/// The scenario's verb for the lock a dependency of kind `k` was recorded under.
+fn held_verb(k: DepKind) -> &'static str {
+    if k.starts_shared() {
+        "rlock"
+    } else if k.starts_upgradable() {
+        "ulock"
+    } else {
+        "lock"
+    }
+}
+
+/// Whether every lock of the cycle is held as a plain or recursive reader where the cycle
+/// needs it held: the held lock of the new dependency, and the `from` of each recorded one.
+fn all_held_shared(c: &CircularDependency) -> bool {
+    matches!(c.holding.mode, Mode::Read | Mode::RecursiveRead)
+        && c.cycle.iter().skip(1).all(|d| d.kind.starts_shared())
+}
+
+/// What a cycle whose locks are all held as readers needs to deadlock.
+const ALL_READERS: &str = " Every lock of this cycle is held as a reader: it deadlocks only if \
+each of them is also\n write-locked (or upgraded) by some thread, which then waits for its \
+readers or, queued,\n makes the next reader wait (parking_lot's and std's RwLock let no reader \
+pass a queued\n writer). A lock that no thread ever write-locks cannot close it.\n";
 
 fn same_class(f: &mut fmt::Formatter<'_>, s: &SameClass, same_instance: bool) -> fmt::Result {
     let title = "WARNING: possible recursive locking detected";
