@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{new_lock, pair};
+use common::{new_lock, pair, run_test_in_child};
 use lockdep::BACKTRACE_ENV;
 
 /// Set in the child's environment: the child test runs only there.
@@ -28,13 +26,10 @@ fn child_inverts_two_locks() {
 
 /// Runs the child with `LOCKDEP_BACKTRACE=value`; its standard error.
 fn run_child(value: &str) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["child_inverts_two_locks", "--exact", "--test-threads=1"])
-        .env(CHILD, "1")
-        .env(BACKTRACE_ENV, value)
-        .env_remove("RUST_TEST_NOCAPTURE")
-        .output()
-        .expect("run the test binary");
+    let out = run_test_in_child(
+        "child_inverts_two_locks",
+        &[(CHILD, "1"), (BACKTRACE_ENV, value)],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stdout}\n{stderr}");

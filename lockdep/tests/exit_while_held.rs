@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{lock, new_lock};
+use common::{lock, new_lock, run_test_in_child};
 
 /// Set in the child's environment: the child test runs only there.
 const CHILD: &str = "LOCKDEP_EXIT_WHILE_HELD_TEST_CHILD";
@@ -35,16 +33,7 @@ fn process_exit_while_holding_is_not_a_thread_exit() {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_exits_the_process_under_a_lock",
-            "--exact",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .env_remove("RUST_TEST_NOCAPTURE")
-        .output()
-        .expect("run the test binary");
+    let out = run_test_in_child("child_exits_the_process_under_a_lock", &[(CHILD, "1")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert_eq!(

@@ -190,3 +190,17 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// Runs this test binary's own test `test` alone in a child process, with `env` set (a
+/// marker that makes the child test run, and what it is about); its whole output. The
+/// parent's `RUST_TEST_NOCAPTURE` is not passed on, so the child's standard error holds only
+/// what lockdep writes to it directly.
+pub fn run_test_in_child(test: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([test, "--exact", "--test-threads=1"])
+        .env_remove("RUST_TEST_NOCAPTURE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run the test binary")
+}
