@@ -52,16 +52,15 @@ fn backtrace_switch(v: &OsStr) -> Option<bool> {
 #[cold]
 fn decide_from_env() -> u8 {
     let v = std::env::var_os(BACKTRACE_ENV);
-    let decided = match v.as_deref().map(backtrace_switch) {
-        Some(Some(true)) => ON,
-        _ => OFF,
-    };
+    let switch = v.as_deref().map(backtrace_switch);
+    let decided = if switch == Some(Some(true)) { ON } else { OFF };
     // Relaxed (both): an independent setting, no data is read through it.
     match CAPTURE.compare_exchange(UNDECIDED, decided, Ordering::Relaxed, Ordering::Relaxed) {
         Ok(_) => {
-            if let Some(v) = v.filter(|v| backtrace_switch(v).is_none()) {
+            if switch == Some(None) {
                 report::write_stderr(&format!(
-                    "lockdep: {BACKTRACE_ENV}={v:?} is not 1 or 0; backtraces stay off\n"
+                    "lockdep: {BACKTRACE_ENV}={v:?} is not 1 or 0; backtraces stay off\n",
+                    v = v.unwrap_or_default()
                 ));
             }
             decided

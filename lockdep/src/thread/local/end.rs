@@ -24,8 +24,9 @@ pub(super) fn defer_report() -> bool {
     let Some(key) = key::get() else {
         return false;
     };
-    // Any non-null value: the destructor only needs to run. SAFETY: `key` was made by
-    // `pthread_key_create` and is never deleted.
+    // Any non-null value: the destructor only needs to run, and never reads it.
+    // SAFETY: `key` was made by `pthread_key_create` and is never deleted (only a losing
+    // duplicate is, before anyone sees it); the value is never dereferenced.
     unsafe {
         libc::pthread_setspecific(key, std::ptr::NonNull::<u8>::dangling().as_ptr().cast()) == 0
     }
