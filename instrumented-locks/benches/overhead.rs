@@ -14,7 +14,8 @@
 //! - `on`: the wrappers, validating (every acquisition a chain-cache hit after the first);
 //! - `off`: the same wrappers with validation switched off at run time (`set_enabled(false)`).
 //!
-//! Rows: mutex lock+unlock and try_lock, a nested pair A→B, an 8-deep nest, rwlock read /
+//! Rows: mutex lock+unlock and try_lock, a new mutex each time (made, locked once, dropped),
+//! a nested pair A→B, an 8-deep nest, rwlock read /
 //! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
 //! and RwLock read. Single thread and uncontended except the ping-pong.
@@ -264,6 +265,18 @@ fn main() {
         row!("mutex lock+unlock", 1, OPS,
             [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, On: &m.5, Off: &m.6],
             |x| *black_box(x).lock() += 1),
+        // A lock made, taken once and dropped, as a program that makes locks as it goes (a
+        // channel, a connection, a cache entry each): one construction site, so one class;
+        // validated, each new lock's first acquisition finds its class (not yet in the map).
+        row!("new mutex: make, lock+unlock, drop", 1, OPS / 2,
+        [Peer: &|| real_parking_lot::Mutex::new(0u64), Dd: &|| DdMutex::new(0u64),
+         Tm: &|| TmMutex::new(0u64), Dx: &|| DxMutex::new(0u64), Raw: &|| Raw::new(0u64),
+         On: &|| Ours::new(0u64), Off: &|| Ours::new(0u64)],
+        |x| {
+            // Made, locked once, and dropped at the end of the block.
+            let m = black_box(x());
+            *black_box(&m).lock() += 1;
+        }),
         row!("mutex try_lock+unlock", 1, OPS,
             [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, On: &m.5, Off: &m.6],
             |x| *black_box(x).try_lock().unwrap() += 1),

@@ -85,6 +85,7 @@ impl std::fmt::Debug for LockMap {
 
 impl LockMap {
     /// Panics if `label` is 4 GiB long or longer (a `meta` word holds its length in 32 bits).
+    #[inline]
     const fn from_key(label: &'static str, named: bool, key: KeyRef) -> LockMap {
         assert!(
             label.len() <= u32::MAX as usize,

@@ -49,6 +49,26 @@ pub(crate) fn cached_class_sealed(map: &LockMap, subclass: u8) -> Option<ClassId
     generation::is_live_sealed(cached).then_some(cached)
 }
 
+/// The lock-free resolution of [`resolve_locked`] alone, for a general path that may then
+/// push as the fast path does: if this thread found the class of `map`'s key before and it
+/// still lives, caches it in the map and returns true. False for keys it leaves to
+/// [`resolve_locked`] (dynamic keys, whose registration that checks first; an instance's own
+/// class; never-validated maps) and for an invalid subclass (reported there).
+#[inline]
+pub(crate) fn adopt_known(map: &LockMap, subclass: u8) -> bool {
+    let key = map.key();
+    if subclass >= MAX_SUBCLASSES || matches!(key, KeyRef::Dynamic { .. }) {
+        return false;
+    }
+    match known::get(key, subclass) {
+        Some(id) => {
+            map.set_cached(subclass, id);
+            true
+        }
+        None => false,
+    }
+}
+
 #[cold]
 fn resolve_slow(map: &LockMap, subclass: u8, site: Site) -> ClassId {
     resolve_locked(map, subclass, site).0

@@ -272,8 +272,19 @@ fn acquire_general(
     nest_lock: Option<&LockMap>,
     site: Site,
 ) {
-    if nest_lock.is_none() && !trylock && acquire_marked(map, subclass, mode, site) {
-        return;
+    if nest_lock.is_none() {
+        // A new lock of a class this thread knows (a program that makes locks as it goes: a
+        // channel, a connection, a cache entry each): its class cached in the map lock-free,
+        // and then the fast path's push.
+        if resolve::cached_class(map, subclass).is_none()
+            && resolve::adopt_known(map, subclass)
+            && acquire_fast(map, subclass, mode, trylock, site)
+        {
+            return;
+        }
+        if !trylock && acquire_marked(map, subclass, mode, site) {
+            return;
+        }
     }
     let nest = nest_lock.map_or(0, LockMap::instance);
     acquire_with(map, subclass, mode, trylock, nest, nest_lock, site, false);

@@ -750,6 +750,36 @@ fn bad_unlock_and_held_lock_freed_and_exit_reports() {
     assert_reports!(Report::LockHeldAtExit { held, .. } if held.len() == 1);
 }
 
+/// The freed-memory check looks at the held entries before it borrows anything: maps that the
+/// thread does not hold are dropped with no report, whether it holds other locks or none, and
+/// a held map under another held lock is still found.
+#[test]
+fn only_a_held_lock_freed_is_reported_wherever_it_sits() {
+    let _h = start();
+    drop(Box::new(LockMap::new("NeverLocked")));
+    let a = new_lock("A");
+    lock(a);
+    let unheld = Box::new(LockMap::new("Unheld"));
+    lock(&unheld);
+    unlock(&unheld);
+    drop(unheld);
+    assert_reports!();
+    let m = Box::new(LockMap::new("FreedBelowTop"));
+    lock(&m);
+    let b = new_lock("B");
+    lock(b);
+    drop(m);
+    assert_reports!(Report::HeldLockFreed { .. });
+    assert_eq!(
+        lockdep::held_count(),
+        2,
+        "A and B stay held; the freed entry is gone"
+    );
+    unlock(b);
+    unlock(a);
+    assert_eq!(lockdep::held_count(), 0);
+}
+
 #[test]
 fn depth_limit_is_reported_once_and_tracking_continues() {
     let _h = start();

@@ -304,6 +304,41 @@ fn a_new_lock_of_a_known_class_takes_no_graph_lock_section() {
     assert_reports!();
 }
 
+/// A new lock of a known class is pushed as the fast path pushes (its class from the thread's
+/// class cache, no general path), held or not: the orders it takes part in still count, and
+/// the one that closes a cycle is reported.
+#[test]
+fn new_locks_of_a_known_class_still_make_the_dependencies() {
+    let _h = start();
+    let sections = lockdep::graph_lock_sections;
+    // One construction line: one class.
+    let conn = || Box::new(LockMap::new("conn"));
+    let a = Box::new(LockMap::new("A"));
+    let first = conn();
+    lock(&first);
+    unlock(&first);
+    drop(first);
+    // A → conn, through a new conn lock taken under A.
+    let c1 = conn();
+    lock(&a);
+    lock(&c1);
+    unlock(&c1);
+    unlock(&a);
+    assert_reports!();
+    // Another new conn lock, first taken with nothing held: no section at all.
+    let c2 = conn();
+    let before = sections();
+    lock(&c2);
+    assert_eq!(sections() - before, 0, "known class, chain head");
+    assert_eq!(lockdep::held_count(), 1);
+    // conn → A closes the cycle.
+    lock(&a);
+    assert_one_cycle(&["A", "conn"]);
+    unlock(&a);
+    unlock(&c2);
+    assert_eq!(lockdep::held_count(), 0);
+}
+
 /// An unregister finds another thread's held lock of the key (read from its record in
 /// place) and names that thread and lock; a lock of another key held meanwhile, and a key
 /// whose classes nobody holds or that has none, are not reported.

@@ -508,6 +508,15 @@ impl ThreadState {
         self.key_below(self.len())
     }
 
+    /// Whether a held entry's instance (a lock map's address) lies in `[lo, hi)`: one pass over
+    /// the entries' first words.
+    #[inline]
+    pub fn holds_instance_in(&self, lo: usize, hi: usize) -> bool {
+        self.slots()[..self.len()]
+            .iter()
+            .any(|s| (lo..hi).contains(&s.instance()))
+    }
+
     /// Index of the topmost entry for this instance.
     #[inline]
     pub fn find(&self, instance: usize) -> Option<usize> {
