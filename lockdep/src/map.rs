@@ -323,13 +323,23 @@ impl Drop for LockMap {
         );
         let paired = *self.flags.get_mut() & PAIRED != 0;
         if paired || matches!(self.key, KeyRef::Instance(_)) {
-            let mut g = graph_lock();
-            if let KeyRef::Instance(_) = self.key {
-                g.graph.zap_key(self.key);
-            }
-            if paired {
-                g.graph.forget_instance(self.instance());
-            }
+            self.leave_graph(paired);
+        }
+    }
+}
+
+impl LockMap {
+    /// The graph's part of a drop, for the maps that have one: an instance's own class is
+    /// zapped, and a paired instance's pairs are forgotten. Out of line: most maps have none.
+    #[cold]
+    #[inline(never)]
+    fn leave_graph(&self, paired: bool) {
+        let mut g = graph_lock();
+        if let KeyRef::Instance(_) = self.key {
+            g.graph.zap_key(self.key);
+        }
+        if paired {
+            g.graph.forget_instance(self.instance());
         }
     }
 }

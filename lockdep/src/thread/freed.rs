@@ -9,6 +9,7 @@ use crate::report::{self, build};
 
 /// Reports and forgets every lock this thread holds whose map lies in `[addr, addr + len)`.
 /// `site` is where the memory is freed, `None` when a lock map is dropped.
+#[inline]
 pub(crate) fn check_no_locks_freed(
     addr: *const u8,
     len: usize,
@@ -25,6 +26,13 @@ pub(crate) fn check_no_locks_freed(
             return;
         }
     }
+    forget_freed((lo, hi), site);
+}
+
+/// [`check_no_locks_freed`] once a held entry may lie in `[lo, hi)` (or the state is borrowed).
+#[cold]
+#[inline(never)]
+fn forget_freed((lo, hi): (usize, usize), site: Option<&'static Location<'static>>) {
     let reports = with_state(|st| {
         let mut out = Vec::new();
         while let Some(i) = st
