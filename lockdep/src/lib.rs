@@ -294,6 +294,9 @@
 //!   code change: `LOCKDEP_BACKTRACE=1`): each new dependency keeps the stack that made it, for
 //!   a report whose sites are inside a crate's own lock wrapper; paid only when a dependency is
 //!   new.
+//! - **A report file** ([`REPORT_FILE_ENV`]: `LOCKDEP_REPORT_FILE=path`): what lockdep writes
+//!   to standard error is appended to the file too, one write per report, so the processes of
+//!   a test run (passing doc tests, whose standard error rustdoc keeps) share one file.
 //! - **The chain cache switch** ([`set_chain_cache`]): off, every nested acquisition is
 //!   validated as if its chain were new; for checking that no cache changes a verdict (the
 //!   crate's own differential tests run every sequence with it on and off).
@@ -480,7 +483,7 @@ pub use report::{
     Dependency, EnteredScope, Handler, KeyMisuse, LoadedSuppressions, LockDesc, LockInstance,
     MisuseSubject, Policy, Report, ReportKind, SameClass, ScopeHandle, Summary, Suppression,
     SuppressionError, SuppressionFileError, SuppressionId, SuppressionInfo, SuppressionOrigin,
-    TaskLocks, TestScope, ThreadDesc, ThreadLocks, WaitingFor, SUPPRESSIONS_ENV,
+    TaskLocks, TestScope, ThreadDesc, ThreadLocks, WaitingFor, REPORT_FILE_ENV, SUPPRESSIONS_ENV,
 };
 pub use settings::{set_report_each_cycle_once, set_report_repeats};
 pub use site::{is_guard_drop, is_key_drop};

@@ -48,7 +48,10 @@ fn two_per_account_locks_nested_100000_times_give_one_report() {
     assert_eq!(s.repeats_suppressed - summary.repeats_suppressed, 99_999);
     let line = s.to_string();
     assert!(line.contains(" repeats suppressed ("), "{line}");
-    assert!(line.contains(" missing lock nesting annotation"), "{line}");
+    assert!(
+        line.contains(" possible recursive locking, two locks of one class"),
+        "{line}"
+    );
 }
 
 /// 1,000 transfers between random pairs of 10 accounts (different instances every time, one

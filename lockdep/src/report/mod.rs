@@ -24,6 +24,7 @@ mod types;
 pub(crate) use dedup::clear as forget_delivered;
 pub(crate) use delivery::{deliver, deliver_no_unwind, dropped, made};
 pub(crate) use output::write_stderr;
+pub use output::REPORT_FILE_ENV;
 pub use policy::{set_policy, Handler, Policy};
 pub use scope::{test_scope, EnteredScope, ScopeHandle, TestScope};
 pub use summary::{print_summary, summary, Summary};

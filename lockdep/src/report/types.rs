@@ -467,7 +467,11 @@ impl std::fmt::Display for ReportKind {
         f.write_str(match self {
             ReportKind::CircularDependency => "possible circular locking dependency",
             ReportKind::RecursiveLocking => "possible recursive locking",
-            ReportKind::MissingNestingAnnotation => "missing lock nesting annotation",
+            // The banner is the same as for one lock taken twice (the kernel's); the summary
+            // tells the two apart in words that begin as the banner does.
+            ReportKind::MissingNestingAnnotation => {
+                "possible recursive locking, two locks of one class"
+            }
             ReportKind::NestLockNotHeld => "nest lock not held",
             ReportKind::BadUnlockBalance => "bad unlock balance",
             ReportKind::HeldLockFreed => "held lock freed",
