@@ -1,7 +1,7 @@
 //! The per-lock-instance map (the kernel's `struct lockdep_map`).
 
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::class::{name, ClassCache, ClassId, KeyRef, StaticKey, TypeName};
 use crate::graph_lock::graph_lock;
@@ -35,12 +35,12 @@ use crate::thread;
 /// `class_cache[]`), so a cached acquire never takes the graph lock; a map used alternately at
 /// two non-zero subclasses looks its class up under the graph lock.
 ///
-/// Size: 64 bytes on 64-bit targets, one cache line: the key (24 bytes: a construction site
-/// plus a pointer to the protected type's `type_name`, or a dynamic key's address and serial),
-/// the name or kind (16: its address, and its length with whether it is a name, kept as a held
-/// entry shows them), the class cache (16), and a flags byte (whether the lock ever nested
-/// with another instance of its class, so that dropping a lock that never did costs what it
-/// did before) padded to the 8-byte alignment. `Send + Sync`.
+/// Size: 56 bytes on 64-bit targets: the key (24 bytes: a construction site plus a pointer to
+/// the protected type's `type_name`, or a dynamic key's address and serial), the name or kind
+/// (16: its address, and a word with its length and whether it is a name, kept as a held
+/// entry shows them, plus one flag: whether the lock ever nested with another instance of its
+/// class, so that dropping a lock that never did costs what it did before), and the class
+/// cache (16). No padding: a lock's other fields follow it at once. `Send + Sync`.
 pub struct LockMap {
     key: KeyRef,
     /// The first byte of the map's name or, if it has none, its kind ("Mutex", "RwLock",
@@ -48,12 +48,11 @@ pub struct LockMap {
     label: *const u8,
     /// The label's share of a held entry's `meta` word (`held::slot::name_meta`): its length
     /// and whether it is a name (else a kind), made once here so that the fast path only
-    /// loads it.
-    label_meta: u64,
+    /// loads it; and [`PAIRED`], in a bit that `name_meta` leaves 0 and
+    /// [`name_meta`](Self::name_meta) masks off.
+    label_meta: AtomicU64,
     /// The class ids of subclass 0 and of the last other subclass used.
     cache: ClassCache,
-    /// [`PAIRED`] once an instance pair of this lock was recorded.
-    flags: AtomicU8,
 }
 
 // SAFETY: `label` points into a `&'static str` (immutable, shared by every thread); the other
@@ -62,16 +61,19 @@ unsafe impl Send for LockMap {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for LockMap {}
 
-// One cache line (see the type's docs).
+// See the type's docs.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<LockMap>() == 64);
+const _: () = assert!(std::mem::size_of::<LockMap>() == 56);
 
 // A lock's instance is its map's address: a held entry's slot keeps the entry's mode in the
 // address's two low bits, which this alignment leaves free.
 const _: () = assert!(std::mem::align_of::<LockMap>() >= 4);
 
-/// [`LockMap::flags`]: the lock has instance-order pairs to forget when it is freed.
-const PAIRED: u8 = 1;
+/// In [`LockMap`]'s `label_meta`: the lock has instance-order pairs to forget when it is
+/// freed. A bit that `held::slot::name_meta` never sets (it uses bit 3 and bits 32 and up).
+const PAIRED: u64 = 1 << 31;
+const _: () = assert!(slot::name_meta(true, "x") & PAIRED == 0);
+const _: () = assert!(slot::name_meta(true, "abcd") & PAIRED == 0);
 
 impl std::fmt::Debug for LockMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,9 +96,8 @@ impl LockMap {
         LockMap {
             key,
             label: label.as_ptr(),
-            label_meta: slot::name_meta(named, label),
+            label_meta: AtomicU64::new(slot::name_meta(named, label)),
             cache: ClassCache::new(),
-            flags: AtomicU8::new(0),
         }
     }
 
@@ -211,7 +212,8 @@ impl LockMap {
     /// After a key change: the label stays a name or a kind, as it was (the constructors
     /// call any non-empty label a name, which would make an unnamed map's kind its name).
     fn keep_named(&mut self, named: bool) {
-        self.label_meta = slot::name_meta(named, self.name());
+        let paired = *self.label_meta.get_mut() & PAIRED;
+        *self.label_meta.get_mut() = slot::name_meta(named, self.name()) | paired;
     }
 
     /// The map's name or, for an unnamed map ([`of_type`](Self::of_type)), its kind. A named
@@ -225,7 +227,7 @@ impl LockMap {
         unsafe {
             std::str::from_utf8_unchecked(std::slice::from_raw_parts(
                 self.label,
-                slot::name_len(self.label_meta),
+                slot::name_len(self.name_meta()),
             ))
         }
     }
@@ -233,13 +235,30 @@ impl LockMap {
     /// True if the map was given a name (not only a kind).
     #[inline]
     pub fn is_named(&self) -> bool {
-        slot::is_named(self.label_meta)
+        slot::is_named(self.name_meta())
+    }
+
+    /// [`name`](Self::name) and [`name_meta`](Self::name_meta) from one load of the meta word
+    /// (an atomic load is not merged with another): what the fast path's entry needs.
+    #[inline(always)]
+    pub(crate) fn name_and_meta(&self) -> (&'static str, u64) {
+        let meta = self.name_meta();
+        // SAFETY: as in `name`.
+        let name = unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                self.label,
+                slot::name_len(meta),
+            ))
+        };
+        (name, meta)
     }
 
     /// The name's bits of a held entry's `meta` word (see `held::slot::name_meta`).
     #[inline]
     pub(crate) fn name_meta(&self) -> u64 {
-        self.label_meta
+        // Relaxed: the name's bits never change while the map is shared (only through
+        // `&mut`); the one bit that does, PAIRED, is masked off.
+        self.label_meta.load(Ordering::Relaxed) & !PAIRED
     }
 
     /// How reports about this map itself name it (an assertion, a bad unlock, a key misuse):
@@ -280,7 +299,8 @@ impl LockMap {
         );
         thread::check_freed_elsewhere(lo, lo + std::mem::size_of::<LockMap>());
         self.cache.clear();
-        if std::mem::take(self.flags.get_mut()) & PAIRED != 0 {
+        let meta = self.label_meta.get_mut();
+        if std::mem::replace(meta, *meta & !PAIRED) & PAIRED != 0 {
             graph_lock().graph.forget_instance(self.instance());
         }
     }
@@ -310,7 +330,7 @@ impl LockMap {
     pub(crate) fn mark_paired(&self) {
         // Relaxed: read only by `Drop` and `reinit`, which have `&mut self` and so follow
         // every use of the map.
-        self.flags.fetch_or(PAIRED, Ordering::Relaxed);
+        self.label_meta.fetch_or(PAIRED, Ordering::Relaxed);
     }
 }
 
@@ -321,7 +341,7 @@ impl Drop for LockMap {
             std::mem::size_of::<LockMap>(),
             None,
         );
-        let paired = *self.flags.get_mut() & PAIRED != 0;
+        let paired = *self.label_meta.get_mut() & PAIRED != 0;
         if paired || matches!(self.key, KeyRef::Instance(_)) {
             self.leave_graph(paired);
         }

@@ -23,7 +23,7 @@ use crate::graph::search::{self, Step};
 use crate::graph::table::ClassNode;
 use crate::graph::{Graph, Trace};
 use crate::graph_lock::{graph_lock, Global, GraphGuard};
-use crate::held::{Find, HeldLock, Plain, ThreadState};
+use crate::held::{slot, Find, HeldLock, Plain, ThreadState};
 use crate::lock_stat;
 use crate::map::LockMap;
 use crate::mode::{blocks, Kind, Mode};
@@ -232,16 +232,17 @@ fn plain(
     trylock: bool,
     site: Site,
 ) -> Plain {
+    let (name, name_meta) = map.name_and_meta();
     Plain {
         instance: map.instance(),
         class,
         mode,
         trylock,
         subclass,
-        named: map.is_named(),
+        named: slot::is_named(name_meta),
         site,
-        name: map.name(),
-        name_meta: map.name_meta(),
+        name,
+        name_meta,
     }
 }
 

@@ -211,9 +211,10 @@ fn report_during_unwinding_is_printed_not_a_double_panic() {
 
 #[test]
 fn lock_map_size() {
-    // One cache line: key 24, name or kind 16, class cache 16, flags 8 (see `LockMap`).
+    // Key 24, name or kind 16 (its meta word carries the paired flag), class cache 16 (see
+    // `LockMap`).
     #[cfg(target_pointer_width = "64")]
-    assert_eq!(std::mem::size_of::<LockMap>(), 64);
+    assert_eq!(std::mem::size_of::<LockMap>(), 56);
 }
 
 #[test]
