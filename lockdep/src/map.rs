@@ -222,14 +222,7 @@ impl LockMap {
     /// Constructors panic on a name 4 GiB long or longer.
     #[inline]
     pub fn name(&self) -> &'static str {
-        // SAFETY: `label` and the length in `label_meta` are those of one `&'static str`
-        // (`from_key`, which also checked that the length fits in the meta word uncut).
-        unsafe {
-            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                self.label,
-                slot::name_len(self.name_meta()),
-            ))
-        }
+        self.name_and_meta().0
     }
 
     /// True if the map was given a name (not only a kind).
@@ -243,7 +236,8 @@ impl LockMap {
     #[inline(always)]
     pub(crate) fn name_and_meta(&self) -> (&'static str, u64) {
         let meta = self.name_meta();
-        // SAFETY: as in `name`.
+        // SAFETY: `label` and the length in `label_meta` are those of one `&'static str`
+        // (`from_key`, which also checked that the length fits in the meta word uncut).
         let name = unsafe {
             std::str::from_utf8_unchecked(std::slice::from_raw_parts(
                 self.label,

@@ -60,13 +60,16 @@ pub(crate) fn adopt_known(map: &LockMap, subclass: u8) -> bool {
     if subclass >= MAX_SUBCLASSES || matches!(key, KeyRef::Dynamic { .. }) {
         return false;
     }
-    match known::get(key, subclass) {
-        Some(id) => {
-            map.set_cached(subclass, id);
-            true
-        }
-        None => false,
-    }
+    take_known(map, key, subclass).is_some()
+}
+
+/// The class of `(key, subclass)` from this thread's class cache, cached in `map` (whose key
+/// is `key`) on a hit.
+#[inline]
+fn take_known(map: &LockMap, key: KeyRef, subclass: u8) -> Option<ClassId> {
+    let id = known::get(key, subclass)?;
+    map.set_cached(subclass, id);
+    Some(id)
 }
 
 #[cold]
@@ -105,8 +108,7 @@ pub(crate) fn resolve_locked(
     // (kernel: `look_up_lock_class()`, a lock-free lookup; only a class to be made takes the
     // graph lock). A new lock of an existing class, the common case of a program that makes
     // locks as it goes (a channel, a connection, a cache entry each), then costs no section.
-    if let Some(id) = known::get(key, subclass) {
-        map.set_cached(subclass, id);
+    if let Some(id) = take_known(map, key, subclass) {
         return (id, None);
     }
     let mut g = graph_lock();
