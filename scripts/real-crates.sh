@@ -17,8 +17,10 @@
 # Per crate it prints: compiled, tests passed/failed/ignored, build time, the test phase's
 # wall time (median over --runs runs; the build is not timed in it), the patched/baseline ratio
 # (the runs alternate the two modes round by round; the ratio is the median of the rounds'
-# ratios), and the number of lockdep reports (lines starting `WARNING: `, the report banner;
-# tests run with --nocapture so that passing tests' output is counted too).
+# ratios), and the number of lockdep reports (lines starting `WARNING: `, the report banner,
+# in the run's LOCKDEP_REPORT_FILE, which every process of the run appends to, doc tests
+# included; tests also run with --nocapture). A patched run's note says how many of its
+# processes validated locks (their exit lines in that file) and the most classes in one.
 #
 # An inverted-order probe (instrumented-locks/compat/parity/probe/) is copied into both
 # scheduled-thread-pools' tests/: two mutexes taken in both orders, one after the other.
@@ -440,7 +442,19 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END {
 sum_results() { # LOG -> "passed failed ignored"
     awk '/^test result: / { p += $4; f += $6; i += $8 } END { printf "%d %d %d\n", p, f, i }' "$1"
 }
-count_reports() { grep -c '^WARNING: ' "$1" || true; }
+# count_reports LOG -> the reports of a run: those in its report file (LOG.reports, which
+# LOCKDEP_REPORT_FILE fills from every process of the run, doc tests included), else those in
+# the log (a run that made no report file: unpatched, or nothing reported).
+count_reports() {
+    if [[ -f $1.reports ]]; then grep -c '^WARNING: ' "$1.reports" || true; else grep -c '^WARNING: ' "$1" || true; fi
+}
+# validated LOG -> "N M": processes of the run that validated a lock (their exit lines in the
+# report file) and the most lock classes one of them made.
+validated() {
+    [[ -f $1.reports ]] || { echo "0 0"; return; }
+    awk '/^lockdep: exit of pid / { n++; for (i = 1; i <= NF; i++) if ($(i + 1) == "lock" && $i + 0 > m) m = $i + 0 }
+         END { printf "%d %d\n", n, m }' "$1.reports"
+}
 failed_tests() { # LOG -> names of failed tests, one per line
     sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$1" | sort -u
 }
@@ -480,12 +494,12 @@ test_once() {
     local c=$1 work=$2 mode=$3 tlog=$SCRATCH/logs/$1-$3-test-$4.log line args t0 t1
     suite_lines "$c"
     : >"$tlog"
-    rm -f "$tlog.cargo-failed"
+    rm -f "$tlog.cargo-failed" "$tlog.reports"
     t0=$(now)
     for line in "${SUITE[@]}"; do
         read -r -a args <<<"$line"
         echo "\$ cargo test ${args[*]} --no-fail-fast -- --nocapture" >>"$tlog"
-        if ! (cd "$work" && cargo test "${OFFLINE[@]}" "${args[@]}" --no-fail-fast -- --nocapture) \
+        if ! (cd "$work" && LOCKDEP_REPORT_FILE=$tlog.reports cargo test "${OFFLINE[@]}" "${args[@]}" --no-fail-fast -- --nocapture) \
             >>"$tlog" 2>&1; then
             : >"$tlog.cargo-failed"
         fi
@@ -534,6 +548,15 @@ summarize() {
         R_NOTE+="${R_NOTE:+; }cargo test failed but named no failed test (a test binary crashed?)"
     elif [[ -z $unexpected ]]; then
         R_VERDICT=ok
+    fi
+    if [[ $mode != baseline ]]; then
+        local procs classes
+        read -r procs classes <<<"$(validated "$SCRATCH/logs/$c-$mode-test-1.log")"
+        if [[ $procs == 0 ]]; then
+            R_NOTE+="${R_NOTE:+; }no process of the suite validated a lock (no exit line in the report file)"
+        else
+            R_NOTE+="${R_NOTE:+; }$procs process(es) validated locks, up to $classes lock class(es) in one"
+        fi
     fi
     R_NOTE+="${R_NOTE:+; }logs: $SCRATCH/logs/$c-$mode-test-*.log"
 }

@@ -147,6 +147,7 @@ pub(crate) fn resolve_locked(
                     }
                     // Room was made: a later exhaustion is a new episode.
                     g.classes_exhausted = false;
+                    report::arm_exit_line();
                     id
                 }
                 Err(_full) => {

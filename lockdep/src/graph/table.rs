@@ -6,6 +6,7 @@
 //! generation table (`class::generation`), which creation and zap update.
 
 use hashbrown::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::edges::{Edge, EdgeSites};
@@ -33,6 +34,20 @@ pub(crate) struct ClassNode {
 /// The slots of one key's classes, by subclass ([`NO_SLOT`] for a subclass with none): one
 /// hash lookup finds any class of a key, and one removal forgets all of them.
 type KeyClasses = [u32; MAX_SUBCLASSES as usize];
+
+/// Classes created and dependencies recorded since the process started (zaps and resets do
+/// not subtract): what a process's exit line says it validated, read without the graph lock.
+static CLASSES_MADE: AtomicU64 = AtomicU64::new(0);
+static DEPENDENCIES_RECORDED: AtomicU64 = AtomicU64::new(0);
+
+/// `(classes created, dependencies recorded)` since the process started. Lock-free.
+pub(crate) fn lifetime_counts() -> (u64, u64) {
+    // Relaxed: statistics, read at exit; no data is published through them.
+    (
+        CLASSES_MADE.load(Ordering::Relaxed),
+        DEPENDENCIES_RECORDED.load(Ordering::Relaxed),
+    )
+}
 
 /// A [`KeyClasses`] entry of a subclass that has no class.
 const NO_SLOT: u32 = u32::MAX;
@@ -197,6 +212,8 @@ impl Graph {
         self.by_key
             .entry(key)
             .or_insert([NO_SLOT; MAX_SUBCLASSES as usize])[usize::from(subclass)] = index;
+        // Relaxed: a statistic (see `lifetime_counts`).
+        CLASSES_MADE.fetch_add(1, Ordering::Relaxed);
         Ok(id)
     }
 
@@ -223,7 +240,10 @@ impl Graph {
         let edge = node.after.entry(ti).or_default();
         let before = edge.count();
         if edge.insert(kind, sites) {
-            self.dependency_count += edge.count() - before;
+            let added = edge.count() - before;
+            self.dependency_count += added;
+            // Relaxed: a statistic (see `lifetime_counts`).
+            DEPENDENCIES_RECORDED.fetch_add(added as u64, Ordering::Relaxed);
         }
         if let Some(Some(target)) = self.classes.get_mut(ti as usize) {
             target.before.insert(fi);

@@ -3,7 +3,8 @@
 //! through the declared suppressions ([`suppress`]), the test scope ([`scope`]),
 //! deduplication ([`dedup`], with capacity [`episode`]s rate limited) and the policy
 //! ([`policy`]), and writes to standard error with [`output`]; [`summary`] counts what
-//! deduplication and suppressions kept back.
+//! deduplication and suppressions kept back, and [`exit_line`] tells the report file what a
+//! process validated.
 //!
 //! A report is built while the validator holds what it reads and delivered after it has let
 //! go of everything, before the lock operation that caused it takes effect.
@@ -12,6 +13,7 @@ pub(crate) mod build;
 mod dedup;
 mod delivery;
 pub(crate) mod episode;
+mod exit_line;
 mod output;
 mod policy;
 pub(crate) mod recent;
@@ -23,6 +25,7 @@ mod types;
 
 pub(crate) use dedup::clear as forget_delivered;
 pub(crate) use delivery::{deliver, deliver_no_unwind, dropped, made};
+pub(crate) use exit_line::arm as arm_exit_line;
 pub(crate) use output::write_stderr;
 pub use output::REPORT_FILE_ENV;
 pub use policy::{set_policy, Handler, Policy};

@@ -37,6 +37,9 @@ fn fork_prepare() -> Box<dyn Any> {
 /// The environment variable naming a file that everything lockdep writes to standard error
 /// (reports, the exit summary, dumps) is also appended to: `LOCKDEP_REPORT_FILE=/tmp/ld.txt
 /// cargo test` collects the reports of every process of the run, passing doc tests included.
+/// Each process that validated any lock also appends, at a normal exit, one line to the file
+/// alone: `lockdep: exit of pid 4242 (prog): 16 lock classes, 14 dependencies, 0 reports`, so
+/// a clean run is told from one that validated nothing (no such line).
 /// The file is created if needed (mode 0644 before the umask) and opened at the first write;
 /// a file that cannot be opened gets one line on standard error, and reports go on to standard
 /// error alone. Read once per process (a forked child keeps the parent's descriptor). Unix
@@ -57,6 +60,17 @@ pub(crate) fn write_stderr(text: &str) {
     fork::join(Rank::Output, &FORK);
     let _serial = OUTPUT.lock().unwrap_or_else(PoisonError::into_inner);
     write_all(2, text.as_bytes());
+    let file = report_file();
+    if file >= 0 {
+        write_all(file, text.as_bytes());
+    }
+}
+
+/// Appends `text` to [`REPORT_FILE_ENV`]'s file alone (nothing if none is set), in one write,
+/// as [`write_stderr`] does. Thread-safe.
+pub(crate) fn write_report_file_only(text: &str) {
+    fork::join(Rank::Output, &FORK);
+    let _serial = OUTPUT.lock().unwrap_or_else(PoisonError::into_inner);
     let file = report_file();
     if file >= 0 {
         write_all(file, text.as_bytes());
