@@ -116,3 +116,41 @@ fn const_fn_constructors_give_each_line_a_class() {
     );
     assert!(RawThreadId.nonzero_thread_id().get() != 0);
 }
+
+/// A constructor passed as a function value gets std's call as its site (`#[track_caller]`
+/// stops there): every lock of the type made that way is one class, and a report about it
+/// says so and how to give the site a class of its own. A closure's call has a site of its
+/// own.
+#[cfg(feature = "validate")]
+#[test]
+fn constructors_passed_as_function_values_are_one_class_and_reports_say_why() {
+    let _h = start();
+    let class_of = |m: &Mutex<u32>| {
+        let _g = m.lock();
+        lockdep::held_locks().pop().expect("held").class_name
+    };
+    let shards: Vec<Mutex<u32>> = [1, 2].into_iter().map(Mutex::new).collect();
+    let elsewhere: Vec<Mutex<u32>> = [3].into_iter().map(Mutex::new).collect();
+    assert_eq!(class_of(&shards[0]), class_of(&elsewhere[0]));
+    assert!(class_of(&shards[0]).starts_with("Mutex<u32>@library/core/src/"));
+    // Two instances of the one class in both orders: the default nesting rule's cycle.
+    for (a, b) in [(0, 1), (1, 0)] {
+        let _a = shards[a].lock();
+        let _b = shards[b].lock();
+    }
+    let r = assert_reports!(Report::CircularDependency(_));
+    let text = r[0].to_string();
+    assert!(
+        text.contains("Mutex<u32>@library/core/src/")
+            && text.contains("has its construction site in the\n standard library"),
+        "{text}"
+    );
+    assert!(text.contains("`.map(|v| Mutex::new(v))`"), "{text}");
+    // Closures: each closure's line is a site, so a class, of its own.
+    let by_closure: Vec<Mutex<u32>> = [1].into_iter().map(|v| Mutex::new(v)).collect();
+    let other_closure: Vec<Mutex<u32>> = [2].into_iter().map(|v| Mutex::new(v)).collect();
+    let (c1, c2) = (class_of(&by_closure[0]), class_of(&other_closure[0]));
+    assert_ne!(c1, c2);
+    assert!(c1.contains("tests/constructors.rs:"), "{c1}");
+    assert_reports!();
+}

@@ -272,7 +272,49 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
     if all_held_shared(c) {
         writeln!(f, "{ALL_READERS}")?;
     }
+    let classes = c
+        .cycle
+        .iter()
+        .flat_map(|d| [d.from.as_str(), d.to.as_str()]);
+    std_site_note(f, classes)?;
     held_block(f, &c.thread, &c.held)
+}
+
+/// Whether the construction site in a class name (`Mutex<u64>@library/core/src/ops/function.rs:250`)
+/// lies in the standard library: the lock was made by a constructor called from std, most
+/// often one passed as a function value (`.map(Mutex::new)`, `unwrap_or_else(Mutex::default)`),
+/// since `#[track_caller]` then stops at std's call. Such a class is every lock of its type
+/// made that way, in the whole program.
+fn is_std_site(class_name: &str) -> bool {
+    class_name.rsplit_once('@').is_some_and(|(_, site)| {
+        [
+            "library/core/src/",
+            "library/alloc/src/",
+            "library/std/src/",
+        ]
+        .iter()
+        .any(|lib| site.starts_with(lib))
+    })
+}
+
+/// A paragraph for the first of `classes` whose construction site is in the standard library
+/// (see [`is_std_site`]), else nothing.
+fn std_site_note<'a>(
+    f: &mut fmt::Formatter<'_>,
+    classes: impl IntoIterator<Item = &'a str>,
+) -> fmt::Result {
+    let Some(class) = classes.into_iter().find(|c| is_std_site(c)) else {
+        return Ok(());
+    };
+    let kind = class.split(['<', '@']).next().unwrap_or("Mutex");
+    writeln!(
+        f,
+        " The class {class} has its construction site in the\n \
+         standard library: a constructor passed as a function value (`.map({kind}::new)`)\n \
+         names std's call as its site, so every lock of its type made that way, anywhere in\n \
+         the program, is this one class. Construct it in a closure\n \
+         (`.map(|v| {kind}::new(v))`) to give each site a class of its own.\n"
+    )
 }
 
 /// The scenario's verb for the lock a dependency of kind `k` was recorded under.
@@ -317,6 +359,7 @@ fn same_class(f: &mut fmt::Formatter<'_>, s: &SameClass, same_instance: bool) ->
     writeln!(f, "\n *** DEADLOCK ***\n")?;
     if !same_instance {
         writeln!(f, " May be due to missing lock nesting notation\n")?;
+        std_site_note(f, [s.holding.class_name.as_str()])?;
     } else if across {
         writeln!(
             f,
