@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{output, summary};
+use super::{at_exit, output, summary};
 use crate::graph::lifetime_counts;
 
 #[cfg(doc)]
@@ -26,7 +26,7 @@ pub(crate) fn arm() {
     // Relaxed: only whether this caller is the first matters; the handler reads counters
     // that are statistics.
     if !ARMED.load(Ordering::Relaxed) && !ARMED.swap(true, Ordering::Relaxed) {
-        register_at_exit();
+        at_exit::run_at_exit(write_exit_line);
     }
 }
 
@@ -70,21 +70,10 @@ fn program() -> String {
         .unwrap_or_else(|| "?".to_owned())
 }
 
-#[cfg(unix)]
-fn register_at_exit() {
-    extern "C" fn at_exit() {
-        // A panic must not unwind into the C runtime's exit.
-        let _ = std::panic::catch_unwind(|| {
-            output::write_report_file_only(&text(std::process::id(), &program()));
-        });
-    }
-    // SAFETY: `at_exit` is an `extern "C" fn()` valid for the life of the process. The only
-    // error is running out of `atexit` slots, after which no exit line is written.
-    let _ = unsafe { libc::atexit(at_exit) };
+/// Writes the exit line to the report file, if one is set (run at exit).
+fn write_exit_line() {
+    output::write_report_file_only(&text(std::process::id(), &program()));
 }
-
-#[cfg(not(unix))]
-fn register_at_exit() {}
 
 #[cfg(test)]
 mod tests {

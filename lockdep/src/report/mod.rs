@@ -9,6 +9,7 @@
 //! A report is built while the validator holds what it reads and delivered after it has let
 //! go of everything, before the lock operation that caused it takes effect.
 
+mod at_exit;
 pub(crate) mod build;
 mod dedup;
 mod delivery;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::types::ReportKind;
-use super::{dedup, output, suppress};
+use super::{at_exit, dedup, output, suppress};
 
 /// How many reports were delivered and how many repeats were not, from [`summary`].
 #[non_exhaustive]
@@ -102,32 +102,22 @@ static AT_EXIT: AtomicBool = AtomicBool::new(false);
 pub(crate) fn print_at_exit() {
     // Relaxed: only whether this caller is the first matters.
     if !AT_EXIT.swap(true, Ordering::Relaxed) {
-        register_at_exit();
+        at_exit::run_at_exit(print_if_anything_was_held_back);
     }
 }
 
-#[cfg(unix)]
-fn register_at_exit() {
-    extern "C" fn at_exit() {
-        // A panic must not unwind into the C runtime's exit.
-        let _ = std::panic::catch_unwind(|| {
-            let s = summary();
-            if s.repeats_suppressed > 0 {
-                output::write_stderr(&format!(
-                    "lockdep: {s}; lockdep::set_report_repeats(true) prints every occurrence\n"
-                ));
-            } else if s.suppression_hits > 0 {
-                output::write_stderr(&format!("lockdep: {s}\n"));
-            }
-        });
+/// Prints the summary line if any repeat was suppressed or any suppression matched (run at
+/// exit).
+fn print_if_anything_was_held_back() {
+    let s = summary();
+    if s.repeats_suppressed > 0 {
+        output::write_stderr(&format!(
+            "lockdep: {s}; lockdep::set_report_repeats(true) prints every occurrence\n"
+        ));
+    } else if s.suppression_hits > 0 {
+        output::write_stderr(&format!("lockdep: {s}\n"));
     }
-    // SAFETY: `at_exit` is an `extern "C" fn()` valid for the life of the process. The only
-    // error is running out of `atexit` slots, after which no summary is printed at exit.
-    let _ = unsafe { libc::atexit(at_exit) };
 }
-
-#[cfg(not(unix))]
-fn register_at_exit() {}
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use super::listing::{
 };
 use super::parse;
 use super::registry::{self, Registry};
-use crate::report::output;
+use crate::report::{at_exit, output};
 
 /// The environment variable that names a suppression file, read once, before the first report
 /// (or the first call of a suppression function): `LOCKDEP_SUPPRESSIONS=lockdep.supp`. A
@@ -77,7 +77,7 @@ pub(crate) fn env_once() {
             return Vec::new();
         };
         let path = PathBuf::from(path);
-        register_at_exit();
+        at_exit::run_at_exit(print_stale);
         match std::fs::read_to_string(&path) {
             Ok(text) => declare(reg, &path, &text)
                 .errors
@@ -114,27 +114,16 @@ pub(crate) fn stale_text(stale: &[SuppressionInfo]) -> String {
     }
 }
 
-#[cfg(unix)]
-fn register_at_exit() {
-    extern "C" fn at_exit() {
-        // A panic must not unwind into the C runtime's exit.
-        let _ = std::panic::catch_unwind(|| {
-            if let Some(all) = registry::try_list() {
-                let stale: Vec<SuppressionInfo> = all.into_iter().filter(|s| s.hits == 0).collect();
-                let text = stale_text(&stale);
-                if !text.is_empty() {
-                    output::write_stderr(&text);
-                }
-            }
-        });
+/// Prints the suppressions that never matched, if any (run at exit).
+fn print_stale() {
+    if let Some(all) = registry::try_list() {
+        let stale: Vec<SuppressionInfo> = all.into_iter().filter(|s| s.hits == 0).collect();
+        let text = stale_text(&stale);
+        if !text.is_empty() {
+            output::write_stderr(&text);
+        }
     }
-    // SAFETY: `at_exit` is an `extern "C" fn()` valid for the life of the process. The only
-    // error is running out of `atexit` slots, after which the stale list is not printed.
-    let _ = unsafe { libc::atexit(at_exit) };
 }
-
-#[cfg(not(unix))]
-fn register_at_exit() {}
 
 #[cfg(test)]
 mod tests {
