@@ -6,12 +6,13 @@
 //! `catch_unwind`, since a panic must not unwind into the C runtime's `exit`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// How many functions may be given: one per caller in this crate, with room to spare.
 const CAPACITY: usize = 8;
 
-/// The functions given, as addresses of `fn()`; 0 for a free entry.
-static HANDLERS: [AtomicUsize; CAPACITY] = [const { AtomicUsize::new(0) }; CAPACITY];
+/// The functions given, in the order given; an unset entry is free.
+static HANDLERS: [OnceLock<fn()>; CAPACITY] = [const { OnceLock::new() }; CAPACITY];
 
 /// How many entries of [`HANDLERS`] have been claimed.
 static CLAIMED: AtomicUsize = AtomicUsize::new(0);
@@ -23,13 +24,13 @@ static CLAIMED: AtomicUsize = AtomicUsize::new(0);
 /// Nothing is arranged (silently) past 8 functions, or where `atexit` has no slot left, or
 /// on a target without `atexit`; what `f` would print is then not printed.
 pub(crate) fn run_at_exit(f: fn()) {
-    // Relaxed: the claim only picks an index; the store below publishes the function.
+    // Relaxed: the claim only picks an index (each index is claimed once); the `OnceLock`
+    // publishes the function to the handler.
     let index = CLAIMED.fetch_add(1, Ordering::Relaxed);
     let Some(slot) = HANDLERS.get(index) else {
         return;
     };
-    // Release: pairs with the handler's Acquire load, so the handler reads a whole address.
-    slot.store(f as usize, Ordering::Release);
+    let _ = slot.set(f);
     if index == 0 {
         register();
     }
@@ -37,16 +38,9 @@ pub(crate) fn run_at_exit(f: fn()) {
 
 /// Runs every function given, the last first.
 fn run_all() {
-    for slot in HANDLERS.iter().rev() {
-        // Acquire: pairs with the Release store in `run_at_exit`.
-        let address = slot.load(Ordering::Acquire);
-        if address != 0 {
-            // SAFETY: a nonzero entry was stored from a `fn()` in `run_at_exit`, and
-            // function pointers and `usize` have the same size on every supported target.
-            let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(address) };
-            // A panic must not unwind into the C runtime's exit.
-            let _ = std::panic::catch_unwind(f);
-        }
+    for f in HANDLERS.iter().rev().filter_map(OnceLock::get) {
+        // A panic must not unwind into the C runtime's exit.
+        let _ = std::panic::catch_unwind(*f);
     }
 }
 
