@@ -15,7 +15,8 @@
 //! - `off`: the same wrappers with validation switched off at run time (`set_enabled(false)`).
 //!
 //! Rows: mutex lock+unlock and try_lock, a new mutex each time (made, locked once, dropped),
-//! a nested pair A→B, an 8-deep nest, rwlock read /
+//! a nested pair A→B, an 8-deep nest (eight classes), eight instances of one class held in
+//! one order (an ordered run of shards), rwlock read /
 //! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
 //! and RwLock read. Single thread and uncontended except the ping-pong.
@@ -222,6 +223,10 @@ fn main() {
         Ours::new(0u64),
         Ours::new(0u64),
     ];
+    // One construction site: eight instances of one class, held in one order (every shard of
+    // a sharded map), validated by instance order: an ordered run.
+    let s_on = eight!(Ours::new(0u64));
+    let s_off = eight!(Ours::new(0u64));
     let l = (
         real_parking_lot::RwLock::new(0u64),
         parking_lot_dd::RwLock::new(0u64),
@@ -291,6 +296,20 @@ fn main() {
         }),
         row!("8-deep nest", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &d_on, Off: &d_off],
+        |x| {
+            let x = black_box(x);
+            let g0 = x[0].lock();
+            let g1 = x[1].lock();
+            let g2 = x[2].lock();
+            let g3 = x[3].lock();
+            let g4 = x[4].lock();
+            let g5 = x[5].lock();
+            let g6 = x[6].lock();
+            let g7 = x[7].lock();
+            black_box((&g0, &g1, &g2, &g3, &g4, &g5, &g6, &g7));
+        }),
+        row!("8 shards of one class", 8, OPS / 4,
+        [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &s_on, Off: &s_off],
         |x| {
             let x = black_box(x);
             let g0 = x[0].lock();

@@ -64,9 +64,10 @@ pub const DEFAULT_MAX_DEPTH: usize = 48;
 /// recorded (their order is not validated) until pairs are freed.
 pub const MAX_INSTANCE_PAIRS: usize = 1 << 16;
 
-/// The number of slots of each thread's direct-mapped cache of checked instance pairs: 512
-/// bytes of thread-local storage; a miss costs a check under the graph lock.
-pub(crate) const LOCAL_PAIR_SLOTS: usize = 64;
+/// The number of slots of each thread's cache of checked instance pairs (4-way
+/// set-associative): 2 KiB of thread-local storage; a miss costs a check under the graph
+/// lock.
+pub(crate) const LOCAL_PAIR_SLOTS: usize = 256;
 /// The number of distinct reports remembered for deduplication (see
 /// [`set_report_repeats`](crate::set_report_repeats)): one 8-byte hash each, so at most
 /// 32 KiB plus the set's overhead. A program with more distinct problems than this has bigger

@@ -5,8 +5,12 @@
 //! *which* two instances of A are nested. Such chains are cached with a mark
 //! ([`chain::Hit::Nested`](crate::chain::Hit)), and a hit on one is accepted only if every
 //! (held instance, new instance) pair of the class is in this cache too; else the acquisition
-//! is checked under the graph lock. The cache is direct-mapped, keyed by a hash of the pair,
-//! its class and its kind, and emptied whenever the global pair epoch
+//! is checked under the graph lock. The cache is set-associative (a set of [`WAYS`] pairs per
+//! hash, the oldest replaced first), keyed by a hash of the pair, its class and its kind, so
+//! that the few pairs of one program's hot nest do not evict each other by a chance collision
+//! of their addresses' hashes (a direct-mapped table of 64 slots gave 8 shards held in order
+//! a 28% chance of a pair that missed every round). It is emptied whenever the global pair
+//! epoch
 //! ([`nesting::pair_epoch`](crate::nesting)) moves: a freed lock that had pairs, a change of
 //! the nesting rule, or a reset.
 //!
@@ -17,14 +21,22 @@
 //! are held, every one of them has a path of exclusive pairs to the top, so a new instance
 //! needs only its pair with the top: holding N shards of a sharded map costs one pair check
 //! per acquisition, not N. A run is per class, checked under one pair epoch (emptied with the
-//! pairs), and trusted only while the fingerprint of the held instances matches.
+//! pairs), and trusted only while the fingerprint of the held instances matches. The runs
+//! are looked up by class among all [`RUNS`] of them, so two classes nested in themselves at
+//! once keep a run each whatever their ids are.
 
 use crate::class::ClassId;
 use crate::limits::LOCAL_PAIR_SLOTS as SLOTS;
 use crate::mode::Kind;
 
-/// The number of ordered runs kept (direct-mapped by class): a few classes nested in
-/// themselves at once (shards, and a lock inside each shard) keep theirs.
+/// The pairs of one set: a pair's tag picks its set, and it may sit in any of them.
+pub(crate) const WAYS: usize = 4;
+
+/// The number of sets.
+const SETS: usize = SLOTS / WAYS;
+
+/// The number of ordered runs kept (looked up by class, the oldest replaced first): a few
+/// classes nested in themselves at once (shards, and a lock inside each shard) keep theirs.
 const RUNS: usize = 4;
 
 /// An ordered run of one class (see the module docs).
@@ -51,7 +63,9 @@ pub(crate) fn fingerprint(fp: u64, instance: usize) -> u64 {
 pub(crate) struct PairCache {
     /// The pair epoch the entries were checked under.
     epoch: u64,
-    slots: [u64; SLOTS],
+    /// [`SETS`] sets of [`WAYS`] tags each (0: empty), the newest first in each.
+    slots: [[u64; WAYS]; SETS],
+    /// The newest first.
     runs: [Option<Run>; RUNS],
     /// A scan of the held stack for a run that the fast path of an acquisition made and the
     /// slow path of the same acquisition reuses: (tag of the acquisition, the scan's result).
@@ -81,7 +95,7 @@ impl PairCache {
     pub(crate) const fn new() -> PairCache {
         PairCache {
             epoch: 0,
-            slots: [0; SLOTS],
+            slots: [[0; WAYS]; SETS],
             runs: [None; RUNS],
             scan: None,
         }
@@ -91,7 +105,7 @@ impl PairCache {
     #[inline]
     pub(crate) fn sync(&mut self, epoch: u64) {
         if self.epoch != epoch {
-            self.slots = [0; SLOTS];
+            self.slots = [[0; WAYS]; SETS];
             self.runs = [None; RUNS];
             self.epoch = epoch;
         }
@@ -102,7 +116,8 @@ impl PairCache {
     /// path of exclusive pairs to `top`.
     #[inline]
     pub(crate) fn is_run(&self, epoch: u64, class: ClassId, held: u64, top: usize) -> bool {
-        self.epoch == epoch && self.runs[run_slot(class)] == Some(Run { class, held, top })
+        let run = Some(Run { class, held, top });
+        self.epoch == epoch && self.runs.contains(&run)
     }
 
     /// Keeps `scan`, the scan made for the acquisition `tag`, for its slow path.
@@ -122,32 +137,45 @@ impl PairCache {
     /// Remembers that the held instances of `class` with fingerprint `held`, the most recent
     /// `top`, are an ordered run; call [`sync`](Self::sync) first.
     pub(crate) fn set_run(&mut self, class: ClassId, held: u64, top: usize) {
-        self.runs[run_slot(class)] = Some(Run { class, held, top });
+        // The class's own run if it has one (a class has one run), else the oldest.
+        let at = self
+            .runs
+            .iter()
+            .position(|r| r.is_some_and(|r| r.class == class))
+            .unwrap_or(RUNS - 1);
+        self.runs[..=at].rotate_right(1);
+        self.runs[0] = Some(Run { class, held, top });
     }
 
     /// True if `from -> to` of class `class` and this kind was checked (in this epoch).
     #[inline]
     pub(crate) fn contains(&self, from: usize, to: usize, class: ClassId, kind: Kind) -> bool {
         let t = tag(from, to, class, kind);
-        self.slots[t as usize % SLOTS] == t
+        self.slots[set_of(t)].contains(&t)
     }
 
     /// Remembers `from -> to` as checked; call [`sync`](Self::sync) first.
     pub(crate) fn insert(&mut self, from: usize, to: usize, class: ClassId, kind: Kind) {
         let t = tag(from, to, class, kind);
-        self.slots[t as usize % SLOTS] = t;
+        let set = &mut self.slots[set_of(t)];
+        if !set.contains(&t) {
+            // The oldest leaves; the new pair goes first.
+            set.rotate_right(1);
+            set[0] = t;
+        }
     }
 
     pub(crate) fn clear(&mut self) {
-        self.slots = [0; SLOTS];
+        self.slots = [[0; WAYS]; SETS];
         self.runs = [None; RUNS];
         self.scan = None;
     }
 }
 
+/// The set of the pair tagged `t`: its top bits (the low ones were mixed less).
 #[inline]
-fn run_slot(class: ClassId) -> usize {
-    class.to_bits() as usize % RUNS
+fn set_of(t: u64) -> usize {
+    (t >> 40) as usize % SETS
 }
 
 #[cfg(test)]
@@ -175,5 +203,67 @@ mod tests {
         c.insert(0x10, 0x20, class, kind);
         c.clear();
         assert!(!c.contains(0x10, 0x20, class, kind));
+    }
+
+    /// Pairs whose tags share a set are all kept up to [`WAYS`]; one more replaces the one
+    /// inserted first, and a pair inserted again does not take a second way.
+    #[test]
+    fn a_set_keeps_its_ways_and_replaces_the_oldest() {
+        let mut c = PairCache::new();
+        let (class, kind) = (
+            ClassId::new(3, 1),
+            Kind::of(Mode::Exclusive, Mode::Exclusive),
+        );
+        c.sync(1);
+        let set = set_of(tag(0x10, 0x1000, class, kind));
+        let same_set: Vec<usize> = (0x1000..)
+            .step_by(64)
+            .filter(|&to| set_of(tag(0x10, to, class, kind)) == set)
+            .take(WAYS + 1)
+            .collect();
+        for &to in &same_set[..WAYS] {
+            c.insert(0x10, to, class, kind);
+            c.insert(0x10, to, class, kind);
+        }
+        assert!(same_set[..WAYS]
+            .iter()
+            .all(|&to| c.contains(0x10, to, class, kind)));
+        c.insert(0x10, same_set[WAYS], class, kind);
+        assert!(
+            !c.contains(0x10, same_set[0], class, kind),
+            "the oldest left"
+        );
+        assert!(same_set[1..]
+            .iter()
+            .all(|&to| c.contains(0x10, to, class, kind)));
+    }
+
+    /// Each class keeps its own run whatever its id, a class's new run replaces its old one,
+    /// and past [`RUNS`] classes the one set longest ago leaves.
+    #[test]
+    fn runs_are_kept_per_class_and_the_oldest_class_leaves() {
+        let mut c = PairCache::new();
+        c.sync(1);
+        // Ids congruent modulo RUNS: a table indexed by id would keep one of them.
+        let classes: Vec<ClassId> = (0..=RUNS as u32)
+            .map(|i| ClassId::new(i * RUNS as u32, 1))
+            .collect();
+        for (i, &class) in classes[..RUNS].iter().enumerate() {
+            c.set_run(class, 7, 0x100 + i);
+        }
+        for (i, &class) in classes[..RUNS].iter().enumerate() {
+            assert!(c.is_run(1, class, 7, 0x100 + i));
+        }
+        c.set_run(classes[0], 8, 0x200);
+        assert!(
+            !c.is_run(1, classes[0], 7, 0x100),
+            "replaced by its new run"
+        );
+        assert!(c.is_run(1, classes[0], 8, 0x200));
+        c.set_run(classes[RUNS], 9, 0x300);
+        assert!(!c.is_run(1, classes[1], 7, 0x101), "the oldest class left");
+        assert!(c.is_run(1, classes[0], 8, 0x200));
+        assert!(c.is_run(1, classes[RUNS], 9, 0x300));
+        assert!(!c.is_run(2, classes[0], 8, 0x200), "another epoch");
     }
 }

@@ -471,8 +471,8 @@ fn may_hold_instance(g: &Global, st: &ThreadState, next: &HeldLock) -> bool {
 /// if every held lock of `next`'s instance is held compatibly (in any class), and every other
 /// instance of `next`'s class is one whose pair with `next` this thread checked before (or
 /// that a held nest_lock serializes); or if the held locks of the class are an ordered run
-/// whose top's pair with `next` this thread checked (then the run grows by `next`). `scan`
-/// is [`run_of`]`(st, next)`. No lock taken.
+/// whose top's pair with `next` this thread checked. Either way, a candidate run (`scan`,
+/// which is [`run_of`]`(st, next)`) that is accepted grows by `next`. No lock taken.
 #[inline(never)]
 fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
     let epoch = nesting::pair_epoch();
@@ -491,7 +491,7 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
         }
     }
     let pairs = &st.pairs;
-    st.entries().iter().all(|h| {
+    let all = st.entries().iter().all(|h| {
         if h.instance == next.instance {
             !blocks(next.mode, h.mode)
         } else if h.class == next.class {
@@ -505,7 +505,17 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
         } else {
             true
         }
-    })
+    });
+    // Every held instance of a candidate run has its own exclusive pair with `next`: so the
+    // grown set is an ordered run with `next` on top, and the acquisition after it needs
+    // only its pair with `next`. Without this, a run taken again from its bottom (a second
+    // round over the same shards) would be known only from the acquisition the slow path
+    // checked, and the one before it would go to the slow path every round.
+    if let (true, Some((fp, _))) = (all, scan) {
+        let grown = pair_cache::fingerprint(fp, next.instance);
+        st.pairs.set_run(next.class, grown, next.instance);
+    }
+    all
 }
 
 /// Validates and pushes what the general path could not. `held` is the graph-lock section

@@ -409,6 +409,41 @@ fn holding_every_shard_in_order_records_one_pair_per_shard() {
     unlock(shards[300]);
 }
 
+/// Every shard taken again in order, round after round (a sharded map's "lock all"): once
+/// the first round checked the pairs, a round is the thread's caches alone, with no
+/// graph-lock section and no release that has to tell a map of a pair. The run is rebuilt
+/// from the bottom each round: the second shard's own pair with the first starts it.
+#[test]
+fn a_run_taken_again_from_its_bottom_takes_no_graph_lock_section() {
+    let _h = start();
+    let shards = accounts(8);
+    let sections = lockdep::graph_lock_sections;
+    for round in 0..4 {
+        let before = sections();
+        for s in &shards {
+            lock(s);
+        }
+        for s in shards.iter().rev() {
+            unlock(s);
+        }
+        let taken = sections() - before;
+        if round == 0 {
+            assert!(taken >= 7, "the first round checks each pair: {taken}");
+        } else {
+            assert_eq!(taken, 0, "round {round}");
+        }
+    }
+    assert_eq!(lockdep::stats().instance_pairs, 7);
+    assert_reports!();
+    // The cached run still tells a later shard taken first from an earlier one.
+    lock(shards[5]);
+    lock(shards[2]);
+    let r = assert_reports!(Report::CircularDependency(_));
+    assert!(circular(&r[0]).instance_order);
+    unlock(shards[2]);
+    unlock(shards[5]);
+}
+
 /// A run is trusted only while exactly its instances are held: one released from the middle,
 /// or one held in another mode, and the next acquisition is checked against every held
 /// instance again.
