@@ -192,18 +192,22 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     true
 }
 
-/// The fast path's push for a hit on a marked chain (see `chain::Hit::Nested`) whose held
-/// locks hold neither the class nor the instance: what [`pairs_checked`] would accept
-/// (another subclass of the lock's key held, the `lock_nested` pattern), without the
-/// general path. Here, at the general path's start, and not in [`acquire_fast`], whose code
-/// stays as short as it was; false (and nothing changed) otherwise.
+/// The fast path's push for a hit on a marked chain (see `chain::Hit::Nested`) in the
+/// thread's own chain cache, when the thread's caches alone show what [`pairs_checked`]
+/// accepts: the held locks hold neither the class nor the instance (another subclass of the
+/// lock's key held, the `lock_nested` pattern), or they hold an ordered run of the class
+/// (see [`pair_cache`]) whose pairs with the lock were checked (every shard of a sharded map
+/// taken in order). Here, at the general path's start, and not in [`acquire_fast`], whose
+/// code stays as short as it was; false (and nothing changed but the pair cache's run)
+/// otherwise.
 #[inline(always)]
 fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
     let Some(class) = resolve::cached_class_sealed(map, subclass) else {
         return false;
     };
     // SAFETY: as in `acquire_fast`: used only in this function, which makes no call that can
-    // reach the thread's state.
+    // reach the thread's state (`run_of` and `pairs_checked` read the stack and the pair
+    // cache through `st`, and load the pair epoch).
     let Some(st) = (unsafe { thread::state_fast() }) else {
         return false;
     };
@@ -212,11 +216,22 @@ fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
     };
     let len = top.len();
     let key = HeldLock::chain_key_of(st.key_below(len), class, mode, false, 0);
-    if len == 0
-        || st.cache.lookup(key) != Hit::Nested
-        || st.holds_class_or_instance(len, class, instance)
-    {
+    if len == 0 || st.cache.lookup(key) != Hit::Nested {
         return false;
+    }
+    if st.holds_class_or_instance(len, class, instance) {
+        // What `cached_elsewhere` does for a local marked hit, without the state's borrow,
+        // the second chain-key computation and the second lookup of the general path.
+        let next = Acquiring {
+            class,
+            instance,
+            mode,
+            nest: 0,
+        };
+        let scan = run_of(st, next);
+        if scan.is_none() || !pairs_checked(st, next, scan) {
+            return false;
+        }
     }
     st.push_fast_checked(top, key, &plain(map, class, subclass, mode, false, site));
     true
