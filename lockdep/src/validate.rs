@@ -485,28 +485,44 @@ fn may_hold_instance(g: &Global, st: &ThreadState, next: &HeldLock) -> bool {
 /// locks may include `next`'s instance under another class, see [`may_hold_instance`]): true
 /// if every held lock of `next`'s instance is held compatibly (in any class), and every other
 /// instance of `next`'s class is one whose pair with `next` this thread checked before (or
-/// that a held nest_lock serializes); or if the held locks of the class are an ordered run
-/// whose top's pair with `next` this thread checked. Either way, a candidate run (`scan`,
-/// which is [`run_of`]`(st, next)`) that is accepted grows by `next`. No lock taken.
+/// that a held nest_lock serializes). For a candidate run (`scan`, which is
+/// [`run_of`]`(st, next)`) also true if the top's pair with `next` was checked and the held
+/// instances of the class are an ordered run: the one this thread's cache of runs names, or
+/// one whose consecutive pairs this thread checked (a run whose top was released and that
+/// grows again). In every accepted case the slow path would record no new pair, so what the
+/// graph holds does not depend on what the caches kept. An accepted candidate run grows by
+/// `next`. No lock taken.
 #[inline(never)]
 fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
     let epoch = nesting::pair_epoch();
     st.pairs.sync(epoch);
-    if let Some((fp, i)) = scan {
-        let top = st.entry(i).instance;
-        let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
-        if st.pairs.is_run(epoch, next.class, fp, top) {
-            if !st.pairs.contains(top, next.instance, next.class, kind) {
-                // The loop below would miss on the top's pair too.
-                return false;
-            }
-            let grown = pair_cache::fingerprint(fp, next.instance);
-            st.pairs.set_run(next.class, grown, next.instance);
-            return true;
-        }
+    let Some((fp, i)) = scan else {
+        return pairs_with_next(st, next);
+    };
+    // A candidate run: every held instance of the class is held exclusively, `next` too, it
+    // has no nest_lock and its instance is not held, so only the class's pairs decide.
+    let top = st.entry(i).instance;
+    let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
+    let accepted = st.pairs.contains(top, next.instance, next.class, kind)
+        && (st.pairs.is_run(epoch, next.class, fp, top)
+            || consecutive_pairs_cached(st, next.class)
+            || pairs_with_next(st, next));
+    if accepted {
+        // Every held instance has a path to the top and the top its pair with `next`: the
+        // grown set is an ordered run with `next` on top, so the acquisition after it needs
+        // only its pair with `next`.
+        let grown = pair_cache::fingerprint(fp, next.instance);
+        st.pairs.set_run(next.class, grown, next.instance);
     }
+    accepted
+}
+
+/// [`pairs_checked`]'s test of every held lock against `next` on its own: a held lock of
+/// `next`'s instance is held compatibly, and every other held instance of `next`'s class
+/// has its pair with `next` in this thread's cache (or a nest_lock serializes them).
+fn pairs_with_next(st: &ThreadState, next: Acquiring) -> bool {
     let pairs = &st.pairs;
-    let all = st.entries().iter().all(|h| {
+    st.entries().iter().all(|h| {
         if h.instance == next.instance {
             !blocks(next.mode, h.mode)
         } else if h.class == next.class {
@@ -520,17 +536,22 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
         } else {
             true
         }
-    });
-    // Every held instance of a candidate run has its own exclusive pair with `next`: so the
-    // grown set is an ordered run with `next` on top, and the acquisition after it needs
-    // only its pair with `next`. Without this, a run taken again from its bottom (a second
-    // round over the same shards) would be known only from the acquisition the slow path
-    // checked, and the one before it would go to the slow path every round.
-    if let (true, Some((fp, _))) = (all, scan) {
-        let grown = pair_cache::fingerprint(fp, next.instance);
-        st.pairs.set_run(next.class, grown, next.instance);
-    }
-    all
+    })
+}
+
+/// [`is_ordered_run`] from this thread's cache of checked pairs instead of the graph: the
+/// held instances of `class`, bottom to top, each have their exclusive pair with the next one
+/// in the cache (a cached pair was checked, under the current pair epoch: the cache is
+/// emptied whenever a pair may leave the graph). For a candidate run ([`run_of`]: all held
+/// exclusively).
+fn consecutive_pairs_cached(st: &ThreadState, class: ClassId) -> bool {
+    let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
+    let mut below: Option<usize> = None;
+    st.entries().iter().filter(|h| h.class == class).all(|h| {
+        let paired = below.is_none_or(|from| st.pairs.contains(from, h.instance, class, kind));
+        below = Some(h.instance);
+        paired
+    })
 }
 
 /// Validates and pushes what the general path could not. `held` is the graph-lock section
