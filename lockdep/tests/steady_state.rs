@@ -1,7 +1,8 @@
 //! A program that repeats itself costs no graph-lock section after the first time: on random
 //! valid lock programs (acquisitions in every mode, trylocks, subclasses, nest locks, several
-//! sites, instances of one class held together, LIFO and out-of-order releases), run three
-//! times on one thread, the second and third runs are answered by the thread's caches alone.
+//! sites, instances of one class held together, a new lock of a known class each run,
+//! `might_lock`, LIFO and out-of-order releases), run three times on one thread, the second
+//! and third runs are answered by the thread's caches alone.
 //! A graph-lock section is a moment every other thread's slow path waits for, so a pattern
 //! that needs one on every repetition serializes a whole program behind it.
 //!
@@ -44,6 +45,10 @@ fn world() -> World {
 /// The nest lock's index in [`World::maps`]; the others are the program's.
 const NEST: usize = 7;
 
+/// The index that names a map made anew for each run, of one class (one construction line),
+/// and freed after it: a connection's or a request's lock.
+const FRESH: usize = NEST + 1;
+
 const MODES: [Mode; 4] = [
     Mode::Exclusive,
     Mode::Read,
@@ -63,6 +68,8 @@ enum Op {
     },
     /// The `k`-th held lock from the top (0: LIFO).
     Release { k: usize, by_mode: bool },
+    /// `might_lock` of a map not held.
+    MightLock { map: usize },
 }
 
 /// A program of `seed`: up to 31 operations, every held lock released at the end.
@@ -77,8 +84,15 @@ fn program(seed: u64) -> Vec<Op> {
         // valid; now and then any free map, which may close a cycle (then skipped).
         let above = held.iter().max().map_or(0, |&m| m + 1);
         let lowest = if rng.below(5) == 0 { 0 } else { above };
-        let free: Vec<usize> = (lowest..NEST).filter(|m| !held.contains(m)).collect();
-        if held.is_empty() || (!free.is_empty() && rng.below(3) != 0) {
+        let free: Vec<usize> = (lowest..NEST)
+            .chain([FRESH])
+            .filter(|m| !held.contains(m))
+            .collect();
+        if !free.is_empty() && rng.below(10) == 0 {
+            ops.push(Op::MightLock {
+                map: free[rng.below(free.len())],
+            });
+        } else if held.is_empty() || (!free.is_empty() && rng.below(3) != 0) {
             let map = free[rng.below(free.len())];
             held.push(map);
             ops.push(Op::Acquire {
@@ -113,6 +127,8 @@ fn program(seed: u64) -> Vec<Op> {
 /// sections it took and whether anything was reported.
 fn run_once(w: &World, ops: &[Op]) -> (u64, bool) {
     let nest = w.maps[NEST];
+    let fresh = Box::new(LockMap::new("fresh"));
+    let map = |i: usize| if i == FRESH { &fresh } else { w.maps[i] };
     let before = lockdep::graph_lock_sections();
     lockdep::acquire(nest, 0, Mode::Exclusive, false, None, w.sites[0]);
     // Held by this program: (map, mode) bottom to top.
@@ -120,7 +136,7 @@ fn run_once(w: &World, ops: &[Op]) -> (u64, bool) {
     for &op in ops {
         match op {
             Op::Acquire {
-                map,
+                map: m,
                 mode,
                 trylock,
                 subclass,
@@ -128,30 +144,27 @@ fn run_once(w: &World, ops: &[Op]) -> (u64, bool) {
                 nest: with_nest,
             } => {
                 let nest_lock = (with_nest && mode == Mode::Exclusive).then_some(nest);
-                lockdep::acquire(
-                    w.maps[map],
-                    subclass,
-                    mode,
-                    trylock,
-                    nest_lock,
-                    w.sites[site],
-                );
-                held.push((map, mode));
+                lockdep::acquire(map(m), subclass, mode, trylock, nest_lock, w.sites[site]);
+                held.push((m, mode));
             }
             Op::Release { k, by_mode } => {
-                let (map, mode) = held.remove(held.len() - 1 - k);
+                let (m, mode) = held.remove(held.len() - 1 - k);
                 if by_mode {
-                    lockdep::release_mode(w.maps[map], mode, w.sites[1]);
+                    lockdep::release_mode(map(m), mode, w.sites[1]);
                 } else {
-                    lockdep::release(w.maps[map], w.sites[1]);
+                    lockdep::release(map(m), w.sites[1]);
                 }
+            }
+            Op::MightLock { map: m } => {
+                lockdep::might_lock(map(m), 0, Mode::Exclusive, w.sites[2]);
             }
         }
     }
-    while let Some((map, _)) = held.pop() {
-        lockdep::release(w.maps[map], w.sites[2]);
+    while let Some((m, _)) = held.pop() {
+        lockdep::release(map(m), w.sites[2]);
     }
     lockdep::release(nest, w.sites[0]);
+    drop(fresh);
     // Before `held_locks`, which names the classes in a section of its own.
     let sections = lockdep::graph_lock_sections() - before;
     let reported = !take().is_empty() || !lockdep::held_locks().is_empty();
