@@ -482,3 +482,55 @@ fn random_guard_programs_give_the_same_verdicts_on_the_fast_and_general_paths() 
     }
     lockdep::set_report_repeats(false);
 }
+
+/// A guard program that reports nothing costs no graph-lock section when it runs again: by
+/// its third run every acquisition, release, upgrade, downgrade, condvar wait, `unlocked` and
+/// `bump` is answered by the thread's caches. (A graph-lock section is a moment every other
+/// thread's slow path waits for: a pattern that takes one on every repetition serializes a
+/// program behind it.) A program whose third run takes one runs again on fresh locks (other
+/// addresses, so other cache sets) and fails only if it does so again.
+#[test]
+fn a_repeated_guard_program_takes_no_graph_lock_section() {
+    let _h = common::start();
+    // The third run's sections, or `None` if any run reported (not a valid program).
+    let third_run = |prog: &[Op]| -> Option<u64> {
+        let l = Locks::new();
+        let mut sections = 0;
+        for _ in 0..3 {
+            let before = lockdep::graph_lock_sections();
+            let mut gs: Vec<Guard> = Vec::new();
+            for op in prog {
+                run(&l, &mut gs, *op);
+            }
+            while gs.pop().is_some() {}
+            sections = lockdep::graph_lock_sections() - before;
+            if !common::take().is_empty() {
+                return None;
+            }
+        }
+        Some(sections)
+    };
+    let mut rng = common::Rng(0x5eed_0f57_47e1);
+    let mut valid = 0;
+    for p in 0..1000 {
+        lockdep::reset();
+        common::take();
+        let len = 3 + rng.below(14);
+        let prog: Vec<Op> = (0..len).map(|_| random_op(&mut rng)).collect();
+        let Some(first) = third_run(&prog) else {
+            continue;
+        };
+        valid += 1;
+        if first != 0 {
+            lockdep::reset();
+            if let Some(again) = third_run(&prog) {
+                assert_eq!(
+                    again, 0,
+                    "program {p}: {first} sections on its third run, then {again} on other \
+                     locks: {prog:?}"
+                );
+            }
+        }
+    }
+    assert!(valid > 250, "only {valid} valid programs");
+}
