@@ -15,7 +15,8 @@
 //! - `off`: the same wrappers with validation switched off at run time (`set_enabled(false)`).
 //!
 //! Rows: mutex lock+unlock and try_lock, a new mutex each time (made, locked once, dropped),
-//! a nested pair A→B, an 8-deep nest (eight classes), eight instances of one class held in
+//! a nested pair A→B (and the same pair released in the order taken, as a tuple of guards
+//! drops), an 8-deep nest (eight classes), eight instances of one class held in
 //! one order (an ordered run of shards), rwlock read /
 //! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
@@ -293,6 +294,14 @@ fn main() {
             let mut gb = black_box(x.1).lock();
             *ga += 1;
             *gb += 1;
+        }),
+        row!("nested pair, released in order taken", 2, OPS,
+        [Peer: (&a.0, &b.0), Dd: (&a.1, &b.1), Tm: (&a.2, &b.2), Dx: (&a.3, &b.3),
+         Raw: (&a.4, &b.4), On: (&a.5, &b.5), Off: (&a.6, &b.6)],
+        |x| {
+            // A tuple of guards drops its first field first: the lock below goes first.
+            let g = (black_box(x.0).lock(), black_box(x.1).lock());
+            black_box(&g);
         }),
         row!("8-deep nest", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &d_on, Off: &d_off],

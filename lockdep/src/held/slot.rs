@@ -497,6 +497,28 @@ impl Slot {
         self.meta.store(m, Ordering::Relaxed);
     }
 
+    /// The chain key of this slot's entry over the chain key `below` (the owner, of a slot it
+    /// wrote): what [`HeldLock::chain_key_on`] gives for [`load`](Self::load)'s entry, from
+    /// the three words it needs (the class, `meta` and the nest_lock), not the whole entry.
+    #[inline]
+    pub fn chain_key_on(&self, below: u64) -> u64 {
+        // Relaxed (all): the owner reads back its own stores.
+        let meta = self.meta.load(Ordering::Relaxed);
+        let mode = match meta & 3 {
+            0 => Mode::Exclusive,
+            1 => Mode::Read,
+            2 => Mode::RecursiveRead,
+            _ => Mode::Upgradable,
+        };
+        HeldLock::chain_key_of(
+            below,
+            ClassId::from_bits(self.class_bits()),
+            mode,
+            meta & 4 != 0,
+            self.nest_lock(),
+        )
+    }
+
     /// The whole entry (the owner, of a slot it wrote).
     pub fn load(&self) -> HeldLock {
         let raw = self.read();
@@ -650,5 +672,33 @@ mod tests {
         assert!(holds_memo(&s, &h, below), "the copied slot keeps it");
         s.set_marks(1, false);
         assert!(!holds_memo(&s, &h, below), "a pinned entry never matches");
+    }
+
+    /// The slot's own chain key computation (a rekey's) gives the whole entry's, for every
+    /// mode, trylock and nest_lock, pinned and paired or not.
+    #[test]
+    fn a_slots_chain_key_is_its_entrys() {
+        let below = 1 << 62 | 12_345;
+        for mode in [
+            Mode::Exclusive,
+            Mode::Read,
+            Mode::RecursiveRead,
+            Mode::Upgradable,
+        ] {
+            for (trylock, nest_lock, pins) in [(false, 0, 0), (true, 0, 1), (false, 0x2000, 0)] {
+                let h = HeldLock {
+                    mode,
+                    trylock,
+                    nest_lock,
+                    subclass: 3,
+                    ..entry(7)
+                };
+                let s = Slot::default();
+                s.write(&h);
+                s.set_marks(pins, pins > 0);
+                assert_eq!(s.chain_key_on(below), h.chain_key_on(below), "{h:?}");
+                assert_eq!(s.chain_key_on(below), s.load().chain_key_on(below));
+            }
+        }
     }
 }

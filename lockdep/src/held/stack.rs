@@ -966,8 +966,7 @@ impl ThreadState {
         let slots = &self.slots()[..self.len()];
         let mut key = if i == 0 { 0 } else { slots[i - 1].chain_key() };
         for s in &slots[i..] {
-            let h = s.load();
-            key = h.chain_key_on(key);
+            key = s.chain_key_on(key);
             s.set_chain_key(key);
         }
     }

@@ -42,8 +42,12 @@ pub(crate) fn release_fast(release: Find) -> bool {
 /// values only.
 #[inline]
 pub(crate) fn release(release: Find) -> Release {
-    with_state(|st| match st.find_release(release) {
-        None => Release::NotHeld,
+    // The closure's answer is one word (see `Packed`), so that it comes back in a register:
+    // an enum with a site inside went through the stack in pieces, and the wide load that
+    // read it back could not be forwarded from the narrow stores (a stall of several ns on
+    // every out-of-order release).
+    let packed = with_state(|st| match st.find_release(release) {
+        None => Packed::NOT_HELD,
         Some(i) => {
             // Only if some entry carries a mark (rare) can this one, and a pinned entry's
             // report needs the site that acquired it.
@@ -56,15 +60,52 @@ pub(crate) fn release(release: Find) -> Release {
                     },
                     _,
                 )
-                | (_, None) => Release::Released,
-                (Left { pins, paired }, Some(site)) => Release::Marked {
-                    pinned: (pins > 0).then_some(site),
-                    paired,
-                },
+                | (_, None) => Packed::RELEASED,
+                (Left { pins, paired }, Some(site)) => {
+                    Packed::marked((pins > 0).then_some(site), paired)
+                }
             }
         }
-    })
-    .unwrap_or(Release::Released)
+    });
+    packed.map_or(Release::Released, Packed::unpack)
+}
+
+/// A [`Release`] in one word: `RELEASED`, `NOT_HELD`, or a marked release as a pointer to the
+/// acquiring site (null if not pinned) tagged in its two low bits: bit 1 set (marked), bit 0
+/// the paired mark. A pointer, not an address, so that the site keeps its provenance.
+#[derive(Clone, Copy)]
+struct Packed(*const Location<'static>);
+
+impl Packed {
+    const RELEASED: Packed = Packed(std::ptr::null());
+    const NOT_HELD: Packed = Packed(std::ptr::without_provenance(1));
+    /// The marked tag: no site has it (sites are aligned to more than 2 bytes).
+    const MARKED: usize = 2;
+
+    #[inline]
+    fn marked(pinned: Option<&'static Location<'static>>, paired: bool) -> Packed {
+        const { assert!(std::mem::align_of::<Location<'static>>() >= 4) };
+        let site: *const Location<'static> = pinned.map_or(std::ptr::null(), std::ptr::from_ref);
+        Packed(site.map_addr(|a| a | Self::MARKED | usize::from(paired)))
+    }
+
+    #[inline]
+    fn unpack(self) -> Release {
+        match self.0.addr() {
+            0 => Release::Released,
+            1 => Release::NotHeld,
+            w => {
+                let site = self.0.map_addr(|a| a & !(Self::MARKED | 1));
+                Release::Marked {
+                    // SAFETY: a non-null `site` is the `&'static Location` that `marked`
+                    // tagged, its tag cleared again: it points to a live `Location` for the
+                    // rest of the program.
+                    pinned: (!site.is_null()).then(|| unsafe { &*site }),
+                    paired: w & 1 != 0,
+                }
+            }
+        }
+    }
 }
 
 /// Reports what [`release`] found for the lock map `name` at `instance` (its cached class
