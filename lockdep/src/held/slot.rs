@@ -454,12 +454,13 @@ impl Slot {
         self.memo.store(0, Ordering::Relaxed);
     }
 
-    /// Forgets what the owner's fields say of the entry that was here (its pin count, paired
-    /// mark and memo): the slot is above the stack now, left by an entry that moved down.
+    /// Forgets the marks of the entry that was here (its pin count and paired mark): the slot
+    /// is above the stack now, left by an entry that moved down. Its memo stays, with the
+    /// chain key it was set with (no rekey reaches a slot above the stack): a chain's
+    /// validity never ends, so the entry taken again over the same key below (a pair
+    /// released in the order taken, then taken again) is still vouched for.
     pub fn vacate(&self) {
         self.set_marks(0, false);
-        // Relaxed: the owner's field.
-        self.memo.store(0, Ordering::Relaxed);
     }
 
     /// Notes that this entry's chain over the chain key `below` (0 for the empty stack) is
@@ -672,6 +673,28 @@ mod tests {
         assert!(holds_memo(&s, &h, below), "the copied slot keeps it");
         s.set_marks(1, false);
         assert!(!holds_memo(&s, &h, below), "a pinned entry never matches");
+    }
+
+    /// A slot left above the stack by an entry that moved down loses its marks but keeps its
+    /// memo: the same entry taken again over the same key below needs no chain-cache probe,
+    /// and a pinned entry left there matches nothing until its pins are gone.
+    #[test]
+    fn a_vacated_slot_keeps_its_memo_and_drops_its_marks() {
+        let below = 1 << 62 | 7;
+        let h = entry(1 << 62 | 99);
+        let s = Slot::default();
+        s.write(&h);
+        s.set_memo(below);
+        s.set_marks(2, true);
+        assert!(!holds_memo(&s, &h, below), "pinned: no match");
+        s.vacate();
+        assert_eq!(s.marks(), (0, false));
+        assert!(holds_memo(&s, &h, below));
+        assert_eq!(
+            s.chain_key(),
+            h.chain_key,
+            "with the chain key the memo was set with"
+        );
     }
 
     /// The slot's own chain key computation (a rekey's) gives the whole entry's, for every
