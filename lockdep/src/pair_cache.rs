@@ -32,8 +32,12 @@ use crate::mode::Kind;
 /// The pairs of one set: a pair's tag picks its set, and it may sit in any of them.
 pub(crate) const WAYS: usize = 4;
 
-/// The number of sets.
+/// The number of sets kept in the thread's state itself.
 const SETS: usize = SLOTS / WAYS;
+
+/// The most sets a thread's cache grows to (see [`PairCache::reserve`]): as many pairs as
+/// the graph holds at most, 512 KiB.
+const MAX_SETS: usize = crate::limits::MAX_INSTANCE_PAIRS / WAYS;
 
 /// The number of ordered runs kept (looked up by class, the oldest replaced first): a few
 /// classes nested in themselves at once (shards, and a lock inside each shard) keep theirs.
@@ -65,6 +69,10 @@ pub(crate) struct PairCache {
     epoch: u64,
     /// [`SETS`] sets of [`WAYS`] tags each (0: empty), the newest first in each.
     slots: [[u64; WAYS]; SETS],
+    /// Used instead of `slots` once a thread holds more instances of one class than `slots`
+    /// keeps the pairs of (see [`reserve`](Self::reserve)): a power of two of sets, on the
+    /// heap, and empty (no allocation) until then.
+    big: Vec<[u64; WAYS]>,
     /// The newest first.
     runs: [Option<Run>; RUNS],
     /// A scan of the held stack for a run that the fast path of an acquisition made and the
@@ -96,16 +104,69 @@ impl PairCache {
         PairCache {
             epoch: 0,
             slots: [[0; WAYS]; SETS],
+            big: Vec::new(),
             runs: [None; RUNS],
             scan: None,
         }
+    }
+
+    /// The sets in use: `big` once it exists, else `slots`.
+    #[inline]
+    fn sets(&self) -> &[[u64; WAYS]] {
+        if self.big.is_empty() {
+            &self.slots
+        } else {
+            &self.big
+        }
+    }
+
+    #[inline]
+    fn sets_mut(&mut self) -> &mut [[u64; WAYS]] {
+        if self.big.is_empty() {
+            &mut self.slots
+        } else {
+            &mut self.big
+        }
+    }
+
+    /// Grows the cache, keeping its pairs, so that it can keep the pairs of a run of `held`
+    /// instances of one class held at once (the pair of each with the next) with room to
+    /// spare: 16 slots per held instance (at that load, a set overflows its 4 ways in about
+    /// one run in 1,000 of 300 shards), up to [`MAX_SETS`] sets. Below that nothing
+    /// changes. Without it, a thread that holds more shards at once than the cache keeps
+    /// would lose pairs every round and check them again under the graph lock.
+    pub(crate) fn reserve(&mut self, held: usize) {
+        let want = (held.saturating_mul(16) / WAYS)
+            .next_power_of_two()
+            .min(MAX_SETS);
+        if want <= self.sets().len() {
+            return;
+        }
+        let old = std::mem::replace(&mut self.big, vec![[0; WAYS]; want]);
+        let kept: Vec<u64> = if old.is_empty() {
+            self.slots.iter().flatten().copied().collect()
+        } else {
+            old.iter().flatten().copied().collect()
+        };
+        self.slots = [[0; WAYS]; SETS];
+        // Oldest first, so that each set ends newest first again.
+        for t in kept.into_iter().rev().filter(|&t| t != 0) {
+            self.insert_tag(t);
+        }
+    }
+
+    /// Gives back the grown cache's memory (a thread past its exit check): the inline sets
+    /// only, empty.
+    pub(crate) fn shrink(&mut self) {
+        self.big = Vec::new();
+        self.slots = [[0; WAYS]; SETS];
     }
 
     /// Empties the cache if it was filled under another epoch than `epoch`.
     #[inline]
     pub(crate) fn sync(&mut self, epoch: u64) {
         if self.epoch != epoch {
-            self.slots = [[0; WAYS]; SETS];
+            self.sets_mut().fill([0; WAYS]);
             self.runs = [None; RUNS];
             self.epoch = epoch;
         }
@@ -151,13 +212,19 @@ impl PairCache {
     #[inline]
     pub(crate) fn contains(&self, from: usize, to: usize, class: ClassId, kind: Kind) -> bool {
         let t = tag(from, to, class, kind);
-        self.slots[set_of(t)].contains(&t)
+        let sets = self.sets();
+        sets[set_of(t, sets.len())].contains(&t)
     }
 
     /// Remembers `from -> to` as checked; call [`sync`](Self::sync) first.
     pub(crate) fn insert(&mut self, from: usize, to: usize, class: ClassId, kind: Kind) {
-        let t = tag(from, to, class, kind);
-        let set = &mut self.slots[set_of(t)];
+        self.insert_tag(tag(from, to, class, kind));
+    }
+
+    fn insert_tag(&mut self, t: u64) {
+        let sets = self.sets_mut();
+        let n = sets.len();
+        let set = &mut sets[set_of(t, n)];
         if !set.contains(&t) {
             // The oldest leaves; the new pair goes first.
             set.rotate_right(1);
@@ -166,16 +233,18 @@ impl PairCache {
     }
 
     pub(crate) fn clear(&mut self) {
-        self.slots = [[0; WAYS]; SETS];
+        self.sets_mut().fill([0; WAYS]);
         self.runs = [None; RUNS];
         self.scan = None;
     }
 }
 
-/// The set of the pair tagged `t`: its top bits (the low ones were mixed less).
+/// The set of the pair tagged `t` among `sets` sets (a power of two): its top bits (the low
+/// ones were mixed less).
 #[inline]
-fn set_of(t: u64) -> usize {
-    (t >> 40) as usize % SETS
+fn set_of(t: u64, sets: usize) -> usize {
+    debug_assert!(sets.is_power_of_two());
+    ((t >> 40) ^ (t >> 16)) as usize & (sets - 1)
 }
 
 #[cfg(test)]
@@ -215,10 +284,10 @@ mod tests {
             Kind::of(Mode::Exclusive, Mode::Exclusive),
         );
         c.sync(1);
-        let set = set_of(tag(0x10, 0x1000, class, kind));
+        let set = set_of(tag(0x10, 0x1000, class, kind), SETS);
         let same_set: Vec<usize> = (0x1000..)
             .step_by(64)
-            .filter(|&to| set_of(tag(0x10, to, class, kind)) == set)
+            .filter(|&to| set_of(tag(0x10, to, class, kind), SETS) == set)
             .take(WAYS + 1)
             .collect();
         for &to in &same_set[..WAYS] {
@@ -236,6 +305,39 @@ mod tests {
         assert!(same_set[1..]
             .iter()
             .all(|&to| c.contains(0x10, to, class, kind)));
+    }
+
+    /// Growing keeps every pair (and the run), the grown cache empties on a new epoch like
+    /// the inline one, and shrinking gives the memory back, empty.
+    #[test]
+    fn a_grown_cache_keeps_its_pairs() {
+        let mut c = PairCache::new();
+        let (class, kind) = (
+            ClassId::new(3, 1),
+            Kind::of(Mode::Exclusive, Mode::Exclusive),
+        );
+        c.sync(1);
+        for to in 1..=40 {
+            c.insert(0x10, to * 64, class, kind);
+        }
+        let kept: Vec<usize> = (1..=40)
+            .filter(|&to| c.contains(0x10, to * 64, class, kind))
+            .collect();
+        c.set_run(class, 5, 0x40);
+        c.reserve(1_000);
+        assert!(c.big.len() >= 4_000 / WAYS && c.big.len().is_power_of_two());
+        assert!(kept
+            .iter()
+            .all(|&to| c.contains(0x10, to * 64, class, kind)));
+        assert!(c.is_run(1, class, 5, 0x40));
+        c.reserve(10);
+        assert!(!c.big.is_empty(), "never shrinks on its own");
+        c.sync(2);
+        assert!(!c.contains(0x10, 64, class, kind));
+        c.insert(0x10, 64, class, kind);
+        c.shrink();
+        assert!(c.big.is_empty());
+        assert!(!c.contains(0x10, 64, class, kind));
     }
 
     /// Each class keeps its own run whatever its id, a class's new run replaces its old one,

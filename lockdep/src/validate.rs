@@ -614,6 +614,8 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, mut held: O
         if !checked.is_empty() {
             // Checked under `epoch`: if it moved meanwhile, the next check empties the cache.
             st.pairs.sync(epoch);
+            // Room for a pair per held instance: a deep run keeps its pairs round after round.
+            st.pairs.reserve(st.depth());
             for &(i, kind) in &checked {
                 let from = st.entry(i).instance;
                 st.pairs.insert(from, entry.instance, entry.class, kind);

@@ -346,6 +346,7 @@ impl ThreadState {
             let own = self.private_copy(self.len());
             self.use_own(own);
         }
+        self.pairs.shrink();
     }
 
     /// The shared record of this stack, if it has one.
