@@ -27,12 +27,15 @@ struct World {
 fn world() -> World {
     let key: &'static DynamicKey = Box::leak(Box::new(DynamicKey::new("dyn")));
     let leak = |m: LockMap| -> &'static LockMap { Box::leak(Box::new(m)) };
-    // Two maps of one class ("same": one construction site) for same-class nesting.
+    // Four maps of one class ("same": one construction site) for same-class nesting: runs of
+    // up to four instances, whose top can be released and the run grown again.
     let same = || leak(LockMap::new("same"));
     let maps = vec![
         leak(LockMap::new("a")),
         leak(LockMap::new("b")),
         leak(LockMap::new("c")),
+        same(),
+        same(),
         same(),
         same(),
         leak(LockMap::with_dynamic_key("dy1", key)),
