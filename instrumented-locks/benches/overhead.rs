@@ -131,6 +131,22 @@ macro_rules! eight {
     };
 }
 
+/// Locks the eight locks of `x` in order, all held at once, then drops the guards last first.
+macro_rules! nest_eight {
+    ($x:expr) => {{
+        let x = black_box($x);
+        let g0 = x[0].lock();
+        let g1 = x[1].lock();
+        let g2 = x[2].lock();
+        let g3 = x[3].lock();
+        let g4 = x[4].lock();
+        let g5 = x[5].lock();
+        let g6 = x[6].lock();
+        let g7 = x[7].lock();
+        black_box((&g0, &g1, &g2, &g3, &g4, &g5, &g6, &g7));
+    }};
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -305,32 +321,10 @@ fn main() {
         }),
         row!("8-deep nest", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &d_on, Off: &d_off],
-        |x| {
-            let x = black_box(x);
-            let g0 = x[0].lock();
-            let g1 = x[1].lock();
-            let g2 = x[2].lock();
-            let g3 = x[3].lock();
-            let g4 = x[4].lock();
-            let g5 = x[5].lock();
-            let g6 = x[6].lock();
-            let g7 = x[7].lock();
-            black_box((&g0, &g1, &g2, &g3, &g4, &g5, &g6, &g7));
-        }),
+        |x| nest_eight!(x)),
         row!("8 shards of one class", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &s_on, Off: &s_off],
-        |x| {
-            let x = black_box(x);
-            let g0 = x[0].lock();
-            let g1 = x[1].lock();
-            let g2 = x[2].lock();
-            let g3 = x[3].lock();
-            let g4 = x[4].lock();
-            let g5 = x[5].lock();
-            let g6 = x[6].lock();
-            let g7 = x[7].lock();
-            black_box((&g0, &g1, &g2, &g3, &g4, &g5, &g6, &g7));
-        }),
+        |x| nest_eight!(x)),
         row!("rwlock read", 1, OPS,
             [Peer: &l.0, Dd: &l.1, Tm: &l.2, Dx: &l.3, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).read())),

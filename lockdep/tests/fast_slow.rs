@@ -45,13 +45,6 @@ fn world() -> World {
     World { maps, key, sites }
 }
 
-const MODES: [Mode; 4] = [
-    Mode::Exclusive,
-    Mode::Read,
-    Mode::RecursiveRead,
-    Mode::Upgradable,
-];
-
 /// One operation of a sequence.
 #[derive(Clone, Copy, Debug)]
 enum Op {

@@ -381,6 +381,19 @@ fn a_cross_pool_cycle_report_tells_the_pools_apart() {
     assert!(text.contains("\"pool2.item\""), "{text}");
 }
 
+/// Takes every one of `shards` in order, then releases them last first; returns the
+/// graph-lock sections that took.
+fn lock_all(shards: &[&LockMap]) -> u64 {
+    let before = lockdep::graph_lock_sections();
+    for s in shards {
+        lock(s);
+    }
+    for s in shards.iter().rev() {
+        unlock(s);
+    }
+    lockdep::graph_lock_sections() - before
+}
+
 /// Many instances of one class held at once in one order (every shard of a sharded map): an
 /// ordered run, so each acquisition adds one pair, with its predecessor, not one per held
 /// instance; a second round adds none. 400 shards held together would need 79,800 pairs one
@@ -391,12 +404,7 @@ fn holding_every_shard_in_order_records_one_pair_per_shard() {
     lockdep::set_max_depth(512);
     let shards = accounts(400);
     for _round in 0..2 {
-        for s in &shards {
-            lock(s);
-        }
-        for s in shards.iter().rev() {
-            unlock(s);
-        }
+        lock_all(&shards);
         assert_eq!(lockdep::stats().instance_pairs, 399);
     }
     assert_reports!();
@@ -417,16 +425,8 @@ fn holding_every_shard_in_order_records_one_pair_per_shard() {
 fn a_run_taken_again_from_its_bottom_takes_no_graph_lock_section() {
     let _h = start();
     let shards = accounts(8);
-    let sections = lockdep::graph_lock_sections;
     for round in 0..4 {
-        let before = sections();
-        for s in &shards {
-            lock(s);
-        }
-        for s in shards.iter().rev() {
-            unlock(s);
-        }
-        let taken = sections() - before;
+        let taken = lock_all(&shards);
         if round == 0 {
             assert!(taken >= 7, "the first round checks each pair: {taken}");
         } else {
@@ -452,22 +452,15 @@ fn a_run_taken_again_from_its_bottom_takes_no_graph_lock_section() {
 fn a_run_deeper_than_the_pair_cache_takes_no_graph_lock_section_when_repeated() {
     let _h = start();
     lockdep::set_max_depth(400);
-    let sections = lockdep::graph_lock_sections;
     // The sections of rounds 3 and 4 over 300 new shards.
     let later_rounds = || {
         lockdep::reset();
         let shards = accounts(300);
         let mut later = 0;
         for round in 0..4 {
-            let before = sections();
-            for s in &shards {
-                lock(s);
-            }
-            for s in shards.iter().rev() {
-                unlock(s);
-            }
+            let taken = lock_all(&shards);
             if round > 1 {
-                later += sections() - before;
+                later += taken;
             }
         }
         assert_eq!(lockdep::stats().instance_pairs, 299);

@@ -49,13 +49,6 @@ const NEST: usize = 7;
 /// and freed after it: a connection's or a request's lock.
 const FRESH: usize = NEST + 1;
 
-const MODES: [Mode; 4] = [
-    Mode::Exclusive,
-    Mode::Read,
-    Mode::RecursiveRead,
-    Mode::Upgradable,
-];
-
 #[derive(Clone, Copy, Debug)]
 enum Op {
     Acquire {

@@ -204,3 +204,11 @@ pub fn run_test_in_child(test: &str, env: &[(&str, &str)]) -> std::process::Outp
     }
     cmd.output().expect("run the test binary")
 }
+
+/// Every lock mode, for random programs.
+pub const MODES: [Mode; 4] = [
+    Mode::Exclusive,
+    Mode::Read,
+    Mode::RecursiveRead,
+    Mode::Upgradable,
+];
