@@ -762,6 +762,32 @@ impl ThreadState {
         true
     }
 
+    /// The release of the entry just below the top, when it is the one `release` names and
+    /// the top is not: a pair released in the order taken (a tuple or a struct of guards
+    /// drops its first field first). The same conditions as [`pop_plain`](Self::pop_plain)
+    /// (a record, no mark or nest_lock on the stack, nothing unusual), then the top moves
+    /// down a slot with its new chain key, as [`release_at`](Self::release_at) does, without
+    /// the general path's borrow of the state. False (and nothing changes) otherwise.
+    #[inline]
+    pub fn pop_below_top(&mut self, release: Find) -> bool {
+        let Some(r) = self.record else {
+            return false;
+        };
+        let len = record::depth_of(r.len_word());
+        if len < 2
+            || self.counts.any()
+            || r.is_unusual()
+            || release.matches(self.top_slot(len - 1))
+            || !release.matches(self.top_slot(len - 2))
+        {
+            return false;
+        }
+        // No marks and no nest_lock anywhere (the counters are zero): nothing to take from
+        // the entry, only the cut.
+        self.cut(len - 2);
+        true
+    }
+
     /// Held entry `i`'s slot with no bounds check (the release's hot path has no panic
     /// branch, so it saves no register). `i` must be below `len`.
     #[inline(always)]
@@ -1055,6 +1081,48 @@ mod tests {
         let removed = st.remove(0);
         assert_eq!(removed.instance, inst(1));
         assert_eq!(keys(&st), fresh_keys(&st));
+    }
+
+    /// The release of the entry below the top without the general path: only when the top
+    /// is not the entry named and the one below is, and nothing is marked; it leaves the
+    /// stack (and the record readers see) as `release_at` does.
+    #[test]
+    fn a_release_below_the_top_is_the_general_release() {
+        let mut st = ThreadState::new();
+        for i in 1..=3 {
+            push(&mut st, entry(i));
+        }
+        assert!(
+            !st.pop_below_top(Find::any(inst(3))),
+            "the top: pop_plain's"
+        );
+        assert!(
+            !st.pop_below_top(Find::any(inst(1))),
+            "deeper: the general path's"
+        );
+        assert!(
+            !st.pop_below_top(Find::in_mode(inst(2), Mode::Read)),
+            "another mode"
+        );
+        assert!(st.pop_below_top(Find::any(inst(2))));
+        assert_eq!(instances(&st), [1, 3]);
+        assert_eq!(keys(&st), fresh_keys(&st));
+        let r = st.record().expect("a record");
+        assert_eq!(shown(r), [1, 3]);
+        st.pin(0);
+        assert!(
+            !st.pop_below_top(Find::any(inst(1))),
+            "a mark: the general path's"
+        );
+        assert!(st.unpin(0));
+        assert!(st.pop_below_top(Find::any(inst(1))));
+        assert_eq!(instances(&st), [3]);
+        assert!(
+            !st.pop_below_top(Find::any(inst(3))),
+            "one entry: nothing below"
+        );
+        st.take_all();
+        st.give_back_record();
     }
 
     #[test]

@@ -37,6 +37,19 @@ pub(crate) fn release_fast(release: Find) -> bool {
     }
 }
 
+/// The release of the entry just below the top, with no borrow of the state (see
+/// `ThreadState::pop_below_top`): the usual out-of-order release. False if nothing changed:
+/// then [`release`] does the general work.
+#[inline]
+pub(crate) fn release_below_top(release: Find) -> bool {
+    // SAFETY: used only here, and `pop_below_top` makes no call that can reach the state
+    // (the cut copies slots and re-keys them in the record's write section).
+    match unsafe { super::local::state_fast() } {
+        Some(st) => st.pop_below_top(release),
+        None => false,
+    }
+}
+
 /// Takes the entry `release` names (the topmost of its lock instance, in its mode if it has
 /// one and the thread holds the lock so) off this thread's stack. No lock taken; small return
 /// values only.
