@@ -447,17 +447,19 @@ fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
     }
     let mut fp = 0;
     let mut top = None;
-    for (i, h) in st.entries().iter().enumerate() {
-        if h.instance == next.instance {
+    let class = next.class.to_bits();
+    for (i, s) in st.held_slots().iter().enumerate() {
+        let instance = s.instance();
+        if instance == next.instance {
             return None;
         }
-        if h.class != next.class {
+        if s.class_bits() != class {
             continue;
         }
-        if h.mode != Mode::Exclusive {
+        if s.mode() != Mode::Exclusive {
             return None;
         }
-        fp = pair_cache::fingerprint(fp, h.instance);
+        fp = pair_cache::fingerprint(fp, instance);
         top = Some(i);
     }
     top.map(|i| (fp, i))
@@ -501,7 +503,7 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
     };
     // A candidate run: every held instance of the class is held exclusively, `next` too, it
     // has no nest_lock and its instance is not held, so only the class's pairs decide.
-    let top = st.entry(i).instance;
+    let top = st.held_slots()[i].instance();
     let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
     let accepted = st.pairs.contains(top, next.instance, next.class, kind)
         && (st.pairs.is_run(epoch, next.class, fp, top)
@@ -522,16 +524,18 @@ fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
 /// has its pair with `next` in this thread's cache (or a nest_lock serializes them).
 fn pairs_with_next(st: &ThreadState, next: Acquiring) -> bool {
     let pairs = &st.pairs;
-    st.entries().iter().all(|h| {
-        if h.instance == next.instance {
-            !blocks(next.mode, h.mode)
-        } else if h.class == next.class {
+    let class = next.class.to_bits();
+    st.held_slots().iter().all(|s| {
+        let instance = s.instance();
+        if instance == next.instance {
+            !blocks(next.mode, s.mode())
+        } else if s.class_bits() == class {
             next.nest != 0
                 || pairs.contains(
-                    h.instance,
+                    instance,
                     next.instance,
                     next.class,
-                    Kind::of(h.mode, next.mode),
+                    Kind::of(s.mode(), next.mode),
                 )
         } else {
             true
@@ -547,11 +551,16 @@ fn pairs_with_next(st: &ThreadState, next: Acquiring) -> bool {
 fn consecutive_pairs_cached(st: &ThreadState, class: ClassId) -> bool {
     let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
     let mut below: Option<usize> = None;
-    st.entries().iter().filter(|h| h.class == class).all(|h| {
-        let paired = below.is_none_or(|from| st.pairs.contains(from, h.instance, class, kind));
-        below = Some(h.instance);
-        paired
-    })
+    let bits = class.to_bits();
+    st.held_slots()
+        .iter()
+        .filter(|s| s.class_bits() == bits)
+        .all(|s| {
+            let instance = s.instance();
+            let paired = below.is_none_or(|from| st.pairs.contains(from, instance, class, kind));
+            below = Some(instance);
+            paired
+        })
 }
 
 /// Validates and pushes what the general path could not. `held` is the graph-lock section

@@ -411,6 +411,17 @@ impl Slot {
         self.tagged() & !MODE_BITS
     }
 
+    /// The mode the entry is held in, from the low bits of its first word (the owner).
+    #[inline(always)]
+    pub fn mode(&self) -> Mode {
+        match self.tagged() & MODE_BITS {
+            0 => Mode::Exclusive,
+            1 => Mode::Read,
+            2 => Mode::RecursiveRead,
+            _ => Mode::Upgradable,
+        }
+    }
+
     /// The entry's class, as a plain number (the owner).
     #[inline(always)]
     pub fn class_bits(&self) -> u64 {

@@ -488,6 +488,13 @@ impl ThreadState {
         })
     }
 
+    /// The held entries' slots, bottom first: for scans that need a few words of each entry
+    /// (its instance, class and mode), not each whole entry decoded.
+    #[inline]
+    pub fn held_slots(&self) -> &[Slot] {
+        &self.slots()[..self.len()]
+    }
+
     /// The held entries, bottom first.
     #[inline]
     pub fn entries(&self) -> Entries<'_> {
