@@ -44,6 +44,17 @@ impl Mode {
         }
     }
 
+    /// The mode of [`code`](Self::code) `code`'s two low bits (the rest ignored).
+    #[inline(always)]
+    pub(crate) const fn from_code(code: u64) -> Mode {
+        match code & 3 {
+            0 => Mode::Exclusive,
+            1 => Mode::Read,
+            2 => Mode::RecursiveRead,
+            _ => Mode::Upgradable,
+        }
+    }
+
     /// The verb the kernel prints in the unsafe-scenario block (`lock(`, `rlock(`; `ulock(`
     /// for an upgradable read).
     pub(crate) fn verb(self) -> &'static str {

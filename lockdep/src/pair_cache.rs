@@ -155,11 +155,13 @@ impl PairCache {
         }
     }
 
-    /// Gives back the grown cache's memory (a thread past its exit check): the inline sets
-    /// only, empty.
+    /// Gives back the grown cache's memory, if it grew (a thread past its exit check): its
+    /// pairs go with it, and the inline sets (emptied when it grew) are used again. Nothing
+    /// to do, and nothing cleared, if it never grew.
     pub(crate) fn shrink(&mut self) {
-        self.big = Vec::new();
-        self.slots = [[0; WAYS]; SETS];
+        if !self.big.is_empty() {
+            self.big = Vec::new();
+        }
     }
 
     /// Empties the cache if it was filled under another epoch than `epoch`.

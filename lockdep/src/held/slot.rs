@@ -414,12 +414,7 @@ impl Slot {
     /// The mode the entry is held in, from the low bits of its first word (the owner).
     #[inline(always)]
     pub fn mode(&self) -> Mode {
-        match self.tagged() & MODE_BITS {
-            0 => Mode::Exclusive,
-            1 => Mode::Read,
-            2 => Mode::RecursiveRead,
-            _ => Mode::Upgradable,
-        }
+        Mode::from_code((self.tagged() & MODE_BITS) as u64)
     }
 
     /// The entry's class, as a plain number (the owner).
@@ -511,21 +506,16 @@ impl Slot {
 
     /// The chain key of this slot's entry over the chain key `below` (the owner, of a slot it
     /// wrote): what [`HeldLock::chain_key_on`] gives for [`load`](Self::load)'s entry, from
-    /// the three words it needs (the class, `meta` and the nest_lock), not the whole entry.
+    /// the four words it needs (the instance word's mode bits, the class, `meta`'s trylock
+    /// bit and the nest_lock), not the whole entry.
     #[inline]
     pub fn chain_key_on(&self, below: u64) -> u64 {
-        // Relaxed (all): the owner reads back its own stores.
+        // Relaxed: the owner reads back its own store.
         let meta = self.meta.load(Ordering::Relaxed);
-        let mode = match meta & 3 {
-            0 => Mode::Exclusive,
-            1 => Mode::Read,
-            2 => Mode::RecursiveRead,
-            _ => Mode::Upgradable,
-        };
         HeldLock::chain_key_of(
             below,
             ClassId::from_bits(self.class_bits()),
-            mode,
+            self.mode(),
             meta & 4 != 0,
             self.nest_lock(),
         )
@@ -611,12 +601,7 @@ impl RawSlot {
         Shown {
             instance: self.instance(),
             class: ClassId::from_bits(self.class),
-            mode: match self.meta & 3 {
-                0 => Mode::Exclusive,
-                1 => Mode::Read,
-                2 => Mode::RecursiveRead,
-                _ => Mode::Upgradable,
-            },
+            mode: Mode::from_code(self.meta),
             trylock: self.meta & 4 != 0,
             named: self.meta & 8 != 0,
             subclass: (self.meta >> 8) as u8,
