@@ -219,22 +219,19 @@ fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
     if len == 0 || st.cache.lookup(key) != Hit::Nested {
         return false;
     }
-    let next = Acquiring {
-        class,
-        instance,
-        mode,
-        nest: 0,
-    };
-    match scan_held(st, next) {
-        Holds::Neither => {}
+    if st.holds_class_or_instance(len, class, instance) {
         // What `cached_elsewhere` does for a local marked hit, without the state's borrow,
         // the second chain-key computation and the second lookup of the general path.
-        Holds::Run(scan) => {
-            if !pairs_checked(st, next, Some(scan)) {
-                return false;
-            }
+        let next = Acquiring {
+            class,
+            instance,
+            mode,
+            nest: 0,
+        };
+        let scan = run_of(st, next);
+        if scan.is_none() || !pairs_checked(st, next, scan) {
+            return false;
         }
-        Holds::Other => return false,
     }
     st.push_fast_checked(top, key, &plain(map, class, subclass, mode, false, site));
     true
@@ -445,52 +442,27 @@ fn cached_elsewhere(st: &mut ThreadState, key: u64, local: Hit, next: Acquiring)
 /// exclusive pairs make paths that a pair with the top extends) and its instance is not held
 /// at all (in any class: under another subclass too).
 fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
-    match scan_held(st, next) {
-        Holds::Run(scan) => Some(scan),
-        Holds::Neither | Holds::Other => None,
-    }
-}
-
-/// What the held locks hold of `next`'s class and instance (see [`scan_held`]).
-enum Holds {
-    /// Neither the class nor the instance (in any class).
-    Neither,
-    /// A candidate ordered run of the class (see [`run_of`]).
-    Run((u64, usize)),
-    /// Anything else: the instance, or the class with no candidate run.
-    Other,
-}
-
-/// [`run_of`], and for a lock that makes no run whether the held locks hold its class or its
-/// instance at all: one pass over the held slots (three words each) when `next` is
-/// exclusive with no nest_lock, else [`ThreadState::holds_class_or_instance`]'s.
-fn scan_held(st: &ThreadState, next: Acquiring) -> Holds {
-    let held = st.held_slots();
     if next.mode != Mode::Exclusive || next.nest != 0 {
-        return if st.holds_class_or_instance(held.len(), next.class, next.instance) {
-            Holds::Other
-        } else {
-            Holds::Neither
-        };
+        return None;
     }
     let mut fp = 0;
     let mut top = None;
     let class = next.class.to_bits();
-    for (i, s) in held.iter().enumerate() {
+    for (i, s) in st.held_slots().iter().enumerate() {
         let instance = s.instance();
         if instance == next.instance {
-            return Holds::Other;
+            return None;
         }
         if s.class_bits() != class {
             continue;
         }
         if s.mode() != Mode::Exclusive {
-            return Holds::Other;
+            return None;
         }
         fp = pair_cache::fingerprint(fp, instance);
         top = Some(i);
     }
-    top.map_or(Holds::Neither, |i| Holds::Run((fp, i)))
+    top.map(|i| (fp, i))
 }
 
 /// Whether a held lock of `next`'s chain could be `next`'s own instance under another class:
