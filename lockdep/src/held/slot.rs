@@ -398,6 +398,37 @@ impl Slot {
         );
     }
 
+    /// Moves the entry of `from` (the slot above, in a cut) here, with its chain key made
+    /// over `below` (the chain key of the entry under this slot, 0 for none), and returns that
+    /// key: a copy and a re-key in one pass, from the words loaded once (a re-key after the
+    /// copy read back the words just stored, one dependent chain longer). The memo is cleared
+    /// (the shorter chain was not validated); `from` is left as it was (the owner, inside a
+    /// write section).
+    #[inline(always)]
+    pub fn take_rekeyed(&self, from: &Slot, below: u64) -> u64 {
+        // Relaxed (every load and store): the owner's own fields; see `write`.
+        let instance = from.instance.load(Ordering::Relaxed);
+        let class = from.class.load(Ordering::Relaxed);
+        let meta = from.meta.load(Ordering::Relaxed);
+        let nest_lock = from.nest_lock.load(Ordering::Relaxed);
+        let key = HeldLock::chain_key_of(
+            below,
+            ClassId::from_bits(class),
+            Mode::from_code((instance & MODE_BITS) as u64),
+            meta & 4 != 0,
+            nest_lock,
+        );
+        self.instance.store(instance, Ordering::Relaxed);
+        self.class.store(class, Ordering::Relaxed);
+        self.meta.store(meta, Ordering::Relaxed);
+        self.site
+            .store(from.site.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.name_ptr
+            .store(from.name_ptr.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.write_own_raw(key, nest_lock);
+        key
+    }
+
     fn write_own_raw(&self, chain_key: u64, nest_lock: usize) {
         // Relaxed (all three): the owner's fields.
         self.chain_key.store(chain_key, Ordering::Relaxed);
@@ -525,7 +556,7 @@ impl Slot {
     pub fn load(&self) -> HeldLock {
         let raw = self.read();
         // SAFETY: the owner reads a slot it wrote from a `HeldLock` (see `RawSlot::decode`'s
-        // contract): `write` and `copy_from` are the only stores, from valid entries.
+        // contract): `write`, `copy_from` and `take_rekeyed` are the only stores, from valid entries.
         let shown = unsafe { raw.decode() };
         let (pin_count, paired) = self.marks();
         HeldLock {
@@ -717,6 +748,30 @@ mod tests {
                 s.set_marks(pins, pins > 0);
                 assert_eq!(s.chain_key_on(below), h.chain_key_on(below), "{h:?}");
                 assert_eq!(s.chain_key_on(below), s.load().chain_key_on(below));
+                // A cut's move: the same entry, re-keyed over `below`, with no memo.
+                let to = Slot::default();
+                to.write(&entry(1));
+                to.set_memo(below);
+                assert_eq!(to.take_rekeyed(&s, below), h.chain_key_on(below), "{h:?}");
+                let moved = to.load();
+                assert_eq!(moved.chain_key, h.chain_key_on(below));
+                let (moved, was) = (
+                    HeldLock {
+                        chain_key: h.chain_key,
+                        ..moved
+                    },
+                    HeldLock {
+                        pin_count: pins,
+                        paired: pins > 0,
+                        ..h
+                    },
+                );
+                assert_eq!(
+                    format!("{moved:?}"),
+                    format!("{was:?}"),
+                    "every other field"
+                );
+                assert!(!holds_memo(&to, &h, below), "no memo");
             }
         }
     }

@@ -780,7 +780,8 @@ impl ThreadState {
         let Some(r) = self.record else {
             return false;
         };
-        let len = record::depth_of(r.len_word());
+        let word = r.len_word();
+        let len = record::depth_of(word);
         if len < 2
             || self.counts.any()
             || r.is_unusual()
@@ -790,8 +791,19 @@ impl ThreadState {
             return false;
         }
         // No marks and no nest_lock anywhere (the counters are zero): nothing to take from
-        // the entry, only the cut.
-        self.cut(len - 2);
+        // the entry, and the top slot, left above the stack, has no marks to forget. The
+        // cut of one slot, unrolled: the top moves down with its chain key made over the
+        // entry below (0 for none), in one write section.
+        let below = if len > 2 {
+            self.top_slot(len - 3).chain_key()
+        } else {
+            0
+        };
+        let even = r.begin();
+        self.top_slot(len - 2)
+            .take_rekeyed(self.top_slot(len - 1), below);
+        r.store_len_in_section(record::popped_word(word));
+        r.end(even);
         true
     }
 
@@ -907,12 +919,12 @@ impl ThreadState {
     fn cut(&mut self, i: usize) {
         self.edit(|st| {
             let slots = &st.slots()[..st.len()];
+            let mut key = if i == 0 { 0 } else { slots[i - 1].chain_key() };
             for j in i + 1..slots.len() {
-                slots[j - 1].copy_from(&slots[j]);
+                key = slots[j - 1].take_rekeyed(&slots[j], key);
             }
             slots[slots.len() - 1].vacate();
             st.set_word(record::popped_word(st.word()), true);
-            st.rekey(i);
         });
     }
 
