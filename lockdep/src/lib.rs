@@ -188,10 +188,10 @@
 //!
 //! [`release`] is the reverse of step 2 (`thread::release`): the entry leaves the stack and
 //! the chain keys above it are recomputed. Its fast path (`thread::release_fast`, no call)
-//! pops the top entry when nothing on the stack is pinned, paired or nest-covered; the entry
-//! just below the top (a tuple or struct of guards drops its first field first) is cut out
-//! without the general path's borrow of the state (`thread::release_below_top`). Freed lock
-//! memory and thread exit are checked in `thread` too.
+//! pops the top entry when nothing on the stack is pinned, paired or nest-covered, and in the
+//! same conditions cuts out the entry just below the top (a tuple or struct of guards drops
+//! its first field first), the top moving down with its new chain key. Freed lock memory and
+//! thread exit are checked in `thread` too.
 //!
 //! # Rules (from the kernel, and where they differ)
 //!

@@ -662,11 +662,7 @@ fn acquire_slow(mut entry: HeldLock, map: &LockMap, nest_name: &str, mut held: O
 /// entry is marked or nest-covered). Out of line, called last, so the fast path stays a leaf.
 #[inline(never)]
 pub(crate) fn release_general(map: &LockMap, site: Site, mode: Option<Mode>) {
-    let release = Find::of(map.instance(), mode);
-    if thread::release_below_top(release) {
-        return;
-    }
-    let found = thread::release(release);
+    let found = thread::release(Find::of(map.instance(), mode));
     if !matches!(found, Release::Released) {
         release_slow(map, found, site);
     }

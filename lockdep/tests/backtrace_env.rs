@@ -18,10 +18,17 @@ fn child_inverts_two_locks() {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
+    invert_two_locks();
+    assert_eq!(lockdep::stats().reports, 1);
+}
+
+/// The inversion, in a frame of its own in every build: a release build inlines the test
+/// function into the harness's caller, whose frame then names no function of this file.
+#[inline(never)]
+fn invert_two_locks() {
     let (a, b) = (new_lock("bt.a"), new_lock("bt.b"));
     pair(a, b);
     pair(b, a);
-    assert_eq!(lockdep::stats().reports, 1);
 }
 
 /// Runs the child with `LOCKDEP_BACKTRACE=value`; its standard error.
@@ -56,7 +63,7 @@ fn one_turns_capture_on() {
     // A frame of the child test (the thread's name is the test's, without the path): only a
     // captured stack names the function with its module.
     assert!(
-        stderr.contains("backtrace_env::child_inverts_two_locks"),
+        stderr.contains("backtrace_env::invert_two_locks"),
         "{stderr}"
     );
     assert!(!stderr.contains("is not 1 or 0"), "{stderr}");

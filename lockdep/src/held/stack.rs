@@ -773,9 +773,10 @@ impl ThreadState {
     /// the top is not: a pair released in the order taken (a tuple or a struct of guards
     /// drops its first field first). The same conditions as [`pop_plain`](Self::pop_plain)
     /// (a record, no mark or nest_lock on the stack, nothing unusual), then the top moves
-    /// down a slot with its new chain key, as [`release_at`](Self::release_at) does, without
-    /// the general path's borrow of the state. False (and nothing changes) otherwise.
-    #[inline]
+    /// down a slot with its new chain key, as [`release_at`](Self::release_at) does: the
+    /// release's fast path, after `pop_plain` (no call, no borrow of the state). False (and
+    /// nothing changes) otherwise.
+    #[inline(always)]
     pub fn pop_below_top(&mut self, release: Find) -> bool {
         let Some(r) = self.record else {
             return false;

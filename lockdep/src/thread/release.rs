@@ -26,26 +26,16 @@ pub(crate) enum Release {
 }
 
 /// The usual release, with no call: pops the top entry if it is the one `release` names and
-/// nothing on the stack is marked or nest-covered (see `ThreadState::pop_plain`). False if
-/// nothing changed: then [`release`] does the general work.
+/// nothing on the stack is marked or nest-covered (see `ThreadState::pop_plain`), or, in the
+/// same conditions, cuts out the entry below the top if that is the one (a pair released in
+/// the order taken: `ThreadState::pop_below_top`). False if nothing changed: then [`release`]
+/// does the general work.
 #[inline(always)]
 pub(crate) fn release_fast(release: Find) -> bool {
-    // SAFETY: used only here, and `pop_plain` makes no call that can reach the state.
+    // SAFETY: used only here, and `pop_plain` and `pop_below_top` make no call that can reach
+    // the state (the cut copies a slot and re-keys it in the record's write section).
     match unsafe { super::local::state_fast() } {
-        Some(st) => st.pop_plain(release),
-        None => false,
-    }
-}
-
-/// The release of the entry just below the top, with no borrow of the state (see
-/// `ThreadState::pop_below_top`): the usual out-of-order release. False if nothing changed:
-/// then [`release`] does the general work.
-#[inline]
-pub(crate) fn release_below_top(release: Find) -> bool {
-    // SAFETY: used only here, and `pop_below_top` makes no call that can reach the state
-    // (the cut copies slots and re-keys them in the record's write section).
-    match unsafe { super::local::state_fast() } {
-        Some(st) => st.pop_below_top(release),
+        Some(st) => st.pop_plain(release) || st.pop_below_top(release),
         None => false,
     }
 }
