@@ -566,7 +566,7 @@ pub fn acquire(
 /// A thread that holds one lock twice (an rwlock's read and upgradable read at once) loses
 /// its topmost entry of the lock; a lock wrapper whose guards know their mode calls
 /// [`release_mode`], which takes the guard's own entry whichever guard goes first.
-#[inline]
+#[inline(always)]
 pub fn release(map: &LockMap, site: &'static Location<'static>) {
     if !thread::release_fast(Find::any(map.instance())) {
         // As in `acquire`: lock_stat's hook is on the slow path only.
@@ -587,7 +587,10 @@ pub fn release(map: &LockMap, site: &'static Location<'static>) {
 /// `find_held_lock()`. When the lower guard goes first with another lock taken between the
 /// two, the entry left behind sits below that lock: locks taken next depend on the lock
 /// between, not on this one, so an inversion through this lock alone can be missed.
-#[inline]
+// Always inlined: a wrapper's per-mode release function then compares a constant word, and
+// the cut of the entry below the top (in `release_fast`) keeps the body past the size at
+// which it would otherwise be called with the mode as a variable.
+#[inline(always)]
 pub fn release_mode(map: &LockMap, mode: Mode, site: &'static Location<'static>) {
     if !thread::release_fast(Find::in_mode(map.instance(), mode)) {
         validate::release_general_counted(map, site, Some(mode));
