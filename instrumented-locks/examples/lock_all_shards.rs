@@ -74,6 +74,10 @@ fn main() {
         Some(other) => panic!("release order: fifo or lifo, not {other}"),
     };
     let rounds: usize = args.next().map_or(9, |s| s.parse().expect("rounds"));
+    assert!(
+        rounds >= 2,
+        "rounds: at least 2 (the first is reported apart from the later ones)"
+    );
     let threads: usize = args.next().map_or(1, |s| s.parse().expect("threads"));
     lockdep::set_max_depth(n + 8);
     let start = Arc::new(Barrier::new(threads));
