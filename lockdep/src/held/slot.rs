@@ -556,7 +556,8 @@ impl Slot {
     pub fn load(&self) -> HeldLock {
         let raw = self.read();
         // SAFETY: the owner reads a slot it wrote from a `HeldLock` (see `RawSlot::decode`'s
-        // contract): `write`, `copy_from` and `take_rekeyed` are the only stores, from valid entries.
+        // contract): `write`, `copy_from` and `take_rekeyed` are the only stores, from valid
+        // entries.
         let shown = unsafe { raw.decode() };
         let (pin_count, paired) = self.marks();
         HeldLock {
