@@ -170,9 +170,9 @@
 //!    below was found valid (`held::slot`'s `holds_memo`; at the bottom of the stack the
 //!    entry's shown words suffice, `holds_head`), so the push stores only the depth and
 //!    neither the chain key nor the cache is needed.
-//! 4. **Validation** (`validate`), under the graph lock (the section of step 1, if the class
-//!    needed one: a new lock's first acquisition takes the graph lock once, see
-//!    [`graph_lock_sections`]): `check_deadlock` (is the class already
+//! 4. **Validation** (`validate::slow` and `validate::new_chain`), under the graph lock (the
+//!    section of step 1, if the class needed one: a new lock's first acquisition takes the
+//!    graph lock once, see [`graph_lock_sections`]): `check_deadlock` (is the class already
 //!    held? then, by the class's [`Nesting`] rule, either a report or instance pairs checked
 //!    against the class's instance graph, `graph::instances`), then `check_prevs_add`: for
 //!    each new dependency `prev -> next`, the strong-path search (`graph::search`) looks for
