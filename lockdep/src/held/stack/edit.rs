@@ -1,0 +1,213 @@
+//! Changes to the stack other than the fast paths' pushes and pops: a release anywhere in
+//! the stack (the entries above move down with new chain keys), a removal and re-insertion
+//! (a guard moved between threads), a new class or mode of a held entry, pins, and the
+//! whole stack taken at thread exit or forgotten at a reset. Every change that other threads
+//! may see runs in one write section of the record.
+
+use super::{Counts, Left, ThreadState};
+use crate::class::ClassId;
+use crate::held::record;
+use crate::held::HeldLock;
+use crate::mode::Mode;
+
+impl ThreadState {
+    /// Pops the top entry (the LIFO case: no chain keys to recompute): the slot stays as it
+    /// is, and the record's depth is the one shared store.
+    #[inline(always)]
+    fn pop_top(&mut self) {
+        self.set_word(record::popped_word(self.word()), false);
+    }
+
+    /// Bookkeeping for entry `i` leaving the stack; returns its pins and paired mark.
+    #[inline]
+    fn leave(&mut self, i: usize) -> Left {
+        let left = self.take_marks(i);
+        if self.counts.nested() > 0 && self.slot(i).nest_lock() != 0 {
+            self.counts.set_nested(self.counts.nested() - 1);
+            // Left above the stack (a pop) it keeps its nest_lock: no shortcut may take it.
+            self.slot(i).left_nested();
+        }
+        left
+    }
+
+    /// True if any held entry carries a mark (a pin or a checked instance pair).
+    #[inline]
+    pub fn any_marked(&self) -> bool {
+        self.counts.marks() != 0
+    }
+
+    /// Drops entry `i` (a release); returns what it carried. Always inlined: it is the whole
+    /// of a release's work on the hot path.
+    #[inline(always)]
+    pub fn release_at(&mut self, i: usize) -> Left {
+        let left = self.leave(i);
+        if i + 1 == self.len() {
+            self.pop_top();
+        } else {
+            self.cut(i);
+        }
+        left
+    }
+
+    /// Clears entry `i`'s pin count and paired mark and returns them; reads the entry only if
+    /// something is pinned or paired.
+    #[inline]
+    fn take_marks(&mut self, i: usize) -> Left {
+        if self.counts.marks() == 0 {
+            return Left {
+                pins: 0,
+                paired: false,
+            };
+        }
+        let (pins, paired) = self.slot(i).marks();
+        self.slot(i).set_marks(0, false);
+        let pins = u32::from(pins);
+        self.counts
+            .set_marks(self.counts.marks() - (pins + u32::from(paired)));
+        Left { pins, paired }
+    }
+
+    /// Marks entry `i` as the source of a checked instance pair.
+    pub fn mark_paired(&mut self, i: usize) {
+        let (pins, paired) = self.slot(i).marks();
+        if !paired {
+            self.slot(i).set_marks(pins, true);
+            self.counts.set_marks(self.counts.marks() + 1);
+        }
+    }
+
+    /// Removes entry `i` and returns it, recomputing the chain keys of the entries above it
+    /// (the kernel re-acquires them in `__lock_release()`; we do not re-validate, because every
+    /// dependency among the remaining locks is already implied by the graph).
+    pub fn remove(&mut self, i: usize) -> HeldLock {
+        let mut h = self.entry(i);
+        let left = self.leave(i);
+        // The removed entry keeps its marks (a detached lock carries them to its new thread).
+        h.pin_count = left.pins as u16;
+        h.paired = left.paired;
+        self.cut(i);
+        h
+    }
+
+    /// Puts `entry` back at index `i` (at most the depth: then on top), the entries from `i`
+    /// up moving up one slot, with new chain keys: the inverse of [`remove`](Self::remove).
+    pub fn insert(&mut self, i: usize, entry: HeldLock) {
+        let next = self.next(entry);
+        self.push(next);
+        let top = self.len() - 1;
+        if i < top {
+            self.edit(|st| {
+                let slots = &st.slots()[..st.len()];
+                let moved = slots[top].load();
+                for j in (i..top).rev() {
+                    slots[j + 1].copy_from(&slots[j]);
+                }
+                slots[i].write(&moved);
+                st.rekey(i);
+            });
+        }
+    }
+
+    /// Takes entry `i` (not the top) out: the entries above move down one slot, with new
+    /// chain keys, in one write section.
+    fn cut(&mut self, i: usize) {
+        self.edit(|st| {
+            let slots = &st.slots()[..st.len()];
+            let mut key = if i == 0 { 0 } else { slots[i - 1].chain_key() };
+            for j in i + 1..slots.len() {
+                key = slots[j - 1].take_rekeyed(&slots[j], key);
+            }
+            slots[slots.len() - 1].vacate();
+            st.set_word(record::popped_word(st.word()), true);
+        });
+    }
+
+    /// Runs `f`, a change to shown fields of the held entries or to their number, in a write
+    /// section of the record (if there is one), and publishes the depth it leaves.
+    fn edit(&mut self, f: impl FnOnce(&mut ThreadState)) {
+        match self.record {
+            Some(r) => {
+                let even = r.begin();
+                f(self);
+                r.end(even);
+            }
+            None => f(self),
+        }
+    }
+
+    /// Changes the class (and subclass) of entry `i` and recomputes the chain keys from it up.
+    pub fn set_class(&mut self, i: usize, class: ClassId, subclass: u8) {
+        let mut h = self.entry(i);
+        h.class = class;
+        h.subclass = subclass;
+        self.edit(|st| {
+            st.slot(i).write(&h);
+            st.rekey(i);
+        });
+    }
+
+    /// Changes the mode of entry `i` and recomputes the chain keys from it up.
+    pub fn set_mode(&mut self, i: usize, mode: Mode) {
+        let mut h = self.entry(i);
+        h.mode = mode;
+        self.edit(|st| {
+            st.slot(i).write(&h);
+            st.rekey(i);
+        });
+    }
+
+    /// Adds one pin to entry `i`.
+    pub fn pin(&mut self, i: usize) {
+        let (pins, paired) = self.slot(i).marks();
+        if let Some(p) = pins.checked_add(1) {
+            self.slot(i).set_marks(p, paired);
+            self.counts.set_marks(self.counts.marks() + 1);
+        }
+    }
+
+    /// Removes one pin from entry `i`; false (and nothing changes) if it has none.
+    pub fn unpin(&mut self, i: usize) -> bool {
+        let (pins, paired) = self.slot(i).marks();
+        if pins == 0 {
+            return false;
+        }
+        self.slot(i).set_marks(pins - 1, paired);
+        self.counts.set_marks(self.counts.marks() - 1);
+        true
+    }
+
+    /// Takes every entry off the stack (thread exit), leaving it empty.
+    pub fn take_all(&mut self) -> Vec<HeldLock> {
+        let all = self.entries().to_vec();
+        self.counts = Counts(0);
+        // As a pop: the slots stay as they are.
+        self.set_word(record::with_depth(self.word(), 0), false);
+        all
+    }
+
+    /// Forgets every chain this thread cached: its chain cache and every slot's memo (see
+    /// [`Mail::forget_chains`](record::Mail)).
+    pub fn forget_chains(&mut self) {
+        self.cache.clear();
+        for slot in self.slots() {
+            slot.forget_memo();
+        }
+    }
+
+    /// Forgets the stack and the chain cache (the validator's reset).
+    pub fn clear(&mut self) {
+        self.take_all();
+        self.cache.clear();
+        self.pairs.clear();
+    }
+
+    /// Recomputes the chain keys from entry `i` up (shown fields unchanged).
+    fn rekey(&mut self, i: usize) {
+        let slots = &self.slots()[..self.len()];
+        let mut key = if i == 0 { 0 } else { slots[i - 1].chain_key() };
+        for s in &slots[i..] {
+            key = s.chain_key_on(key);
+            s.set_chain_key(key);
+        }
+    }
+}
