@@ -5,7 +5,7 @@
 //! while holding it, so it cannot deadlock with the application's locks. It is a
 //! `std::sync::Mutex`, and a poisoned lock is used as is: a panic under it can only be a
 //! validator bug, and the validator must never turn itself off. It is taken around every
-//! `fork()` ([`fork`](crate::fork)), so a child never inherits it locked by a thread it does
+//! `fork()` ([`fork`]), so a child never inherits it locked by a thread it does
 //! not have.
 
 use std::any::Any;

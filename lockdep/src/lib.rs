@@ -289,7 +289,7 @@
 //! - **The hung-lock watchdog** ([`start_watchdog`], [`WATCHDOG_ENV`]) and [`deadlocks_now`]:
 //!   wait-for chains from the waits the wrappers announce ([`lock_contended`]), a cycle reported
 //!   as a deadlock happening now, with the potential report of the same classes made earlier.
-//! - **lock_stat** ([`set_lock_stat`], [`lock_stat`]): per-class acquisitions, contentions, wait
+//! - **lock_stat** ([`set_lock_stat`], [`lock_stat()`]): per-class acquisitions, contentions, wait
 //!   and hold times (the kernel's `/proc/lock_stat`); off, nothing on the fast paths (on, each
 //!   thread's record carries a bit that sends them to the slow paths, which count).
 //! - **Stacks in cycle reports** ([`set_capture_backtraces`], or [`BACKTRACE_ENV`] without a

@@ -11,7 +11,7 @@
 //! of their addresses' hashes (a direct-mapped table of 64 slots gave 8 shards held in order
 //! a 28% chance of a pair that missed every round). It is emptied whenever the global pair
 //! epoch
-//! ([`nesting::pair_epoch`](crate::nesting)) moves: a freed lock that had pairs, a change of
+//! ([`nesting::pair_epoch`](mod@crate::nesting)) moves: a freed lock that had pairs, a change of
 //! the nesting rule, or a reset.
 //!
 //! Beside the pairs, a few **ordered runs**: for a class whose held instances were taken in an

@@ -39,7 +39,7 @@ fn took<Guard>(guard: Option<Guard>) -> bool {
 /// as for [`Mutex`](super::Mutex); only the outermost acquisition of a thread is validated
 /// and tracked (see the module docs).
 ///
-/// Size: `lock_api::ReentrantMutex<R, G, T>` plus a [`LockMap`](lockdep::LockMap) with `validate`, exactly
+/// Size: `lock_api::ReentrantMutex<R, G, T>` plus a [`LockMap`] with `validate`, exactly
 /// that without it.
 pub struct ReentrantMutex<R: RawMutex, G: GetThreadId, T: ?Sized> {
     dep: Dep,

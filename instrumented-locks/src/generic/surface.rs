@@ -4,7 +4,7 @@
 /// The surface every lock shares: the constructors that choose a class, `into_inner`,
 /// `get_mut`, `data_ptr`, the validator's assertions, `Default`, `From`, `Debug` and the
 /// serde impls. `$Lock<$P..., T>` wraps `lock_api::$Lock<$P..., T>` in a field `inner`,
-/// next to a [`Dep`] in a field `dep`; `$kind` names the kind in reports; `$lock` is the
+/// next to a [`Dep`](crate::dep::Dep) in a field `dep`; `$kind` names the kind in reports; `$lock` is the
 /// method that takes the lock to serialize it.
 macro_rules! lock_surface {
     ($Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident) => {

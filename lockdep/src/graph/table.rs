@@ -271,7 +271,7 @@ impl Graph {
         }
     }
 
-    /// [`zap`](Self::zap) but for the key mapping, which the caller updates: takes the class
+    /// `zap` (the tests' zap of one class) but for the key mapping, which the caller updates: takes the class
     /// out of its slot with every dependency into or out of it and its instance pairs, frees
     /// the slot and keeps the class's storage as a [`Spare`]. False for a free slot.
     fn unlink_class(&mut self, index: u32) -> bool {

@@ -5,7 +5,7 @@
 //! dependency, its set of classes (the kernel prints each cycle once too). A repeat is never
 //! printed nor handed to a callback unless every occurrence was asked for
 //! ([`set_report_repeats`](crate::set_report_repeats)), but it is counted, per kind. Capacity
-//! reports are not deduplicated but rate limited by episode ([`episode`](super::episode)).
+//! reports are not deduplicated but rate limited by episode ([`episode`]).
 //!
 //! Deduplication decides output only: the caller still panics for every occurrence where
 //! that is asked for (`Policy::Panic`, a test scope).

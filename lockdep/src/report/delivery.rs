@@ -1,7 +1,7 @@
 //! Delivering reports: each one through the declared suppressions
-//! ([`suppress`](super::suppress); a matched report is only counted), the test scope
-//! ([`scope`](super::scope)), deduplication ([`dedup`](super::dedup)) and the policy
-//! ([`policy`](super::policy)), with no validator lock held, and never from inside another
+//! ([`suppress`](mod@super::suppress); a matched report is only counted), the test scope
+//! ([`scope`]), deduplication ([`dedup`]) and the policy
+//! ([`policy`]), with no validator lock held, and never from inside another
 //! delivery on the same thread.
 //!
 //! **Re-entrancy.** A report handler is user code: it may lock (instrumented locks too),

@@ -1,8 +1,8 @@
 //! Reports: what they say ([`types`]), their kernel-style text ([`text`]), how they are built
 //! from the validator's state ([`build`]), and where they go: [`delivery`] takes each one
-//! through the declared suppressions ([`suppress`]), the test scope ([`scope`]),
+//! through the declared suppressions ([`suppress`](mod@suppress)), the test scope ([`scope`]),
 //! deduplication ([`dedup`], with capacity [`episode`]s rate limited) and the policy
-//! ([`policy`]), and writes to standard error with [`output`]; [`summary`] counts what
+//! ([`policy`]), and writes to standard error with [`output`]; [`summary`](mod@summary) counts what
 //! deduplication and suppressions kept back, and [`exit_line`] tells the report file what a
 //! process validated.
 //!

@@ -7,7 +7,7 @@
 //!   tests, so that a report made in a passing test is still seen under plain `cargo test`;
 //! - not through `std::io::stderr()`'s own lock either, which a thread of the parent may hold
 //!   when another thread calls `fork()`, so that the child's first report would hang; our lock
-//!   is taken around every fork ([`fork`](crate::fork));
+//!   is taken around every fork ([`fork`]);
 //! - whole, so that reports of two threads never interleave (`eprintln!` from other code may
 //!   still land between two reports, never inside one).
 //!

@@ -155,7 +155,7 @@ fn chain_link(
     trace(f, d)
 }
 
-/// The one-line legend of the dependency tags of a cycle's chain (see [`DepKind`](crate::DepKind)).
+/// The one-line legend of the dependency tags of a cycle's chain (see [`DepKind`]).
 const TAGS: &str = "([XY]: X = how the earlier lock was held: E exclusive, S reader, U upgradable \
                     read; Y = how the later one was taken: N writer or plain reader, R recursive \
                     reader, U upgradable read)";

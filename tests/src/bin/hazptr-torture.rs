@@ -10,7 +10,7 @@ use integration_tests::torture::{run, Config};
 #[derive(Parser)]
 #[command(about = "Stress hazptr (and lockdep's dynamic keys) and check invariants")]
 struct Args {
-    /// Configurations: READERS0 READERS4 SLOWPATH ASYMMETRIC LOCKDEP SWEEP<n> (2..=256), or ALL.
+    /// Configurations: READERS0 READERS4 SLOWPATH ASYMMETRIC LOCKDEP `SWEEP<n>` (2..=256), or ALL.
     #[arg(required = true)]
     configs: Vec<String>,
     /// Seconds per configuration (greater than 0, at most 3600).

@@ -1,4 +1,4 @@
-//! Suppression files: [`load_suppressions`](crate::load_suppressions), and the file named by
+//! Suppression files: [`load_suppressions`], and the file named by
 //! [`SUPPRESSIONS_ENV`], read once, before the first report is checked; with it, the stale
 //! suppressions are listed at process exit.
 
