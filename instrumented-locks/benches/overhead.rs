@@ -9,6 +9,11 @@
 //!   check on every new edge;
 //! - `dx`: deloxide 1.1 with its `lock-order-graph` feature (started once, with a callback
 //!   that counts reports: none is expected);
+//! - `floor`: this crate's raw mutex with a held-lock stack and nothing else (no class, no
+//!   chain, no dependency): the lock's address pushed on a thread-local array before it is
+//!   taken, found and removed before it is released, both out of line as the wrappers'
+//!   lockdep calls are. What the least held-lock tracking costs on the machine, for the
+//!   mutex rows;
 //! - `raw`: lock_api's types over this crate's raw locks: exactly what the wrappers compile to
 //!   without the `validate` feature (the layout test asserts the sizes);
 //! - `on`: the wrappers, validating (every acquisition a chain-cache hit after the first);
@@ -26,7 +31,7 @@
 //! `ops` operations each (short cells, so that a busy phase of the machine spoils few rounds
 //! whole); per cell the median over rounds of ns/op, and per ratio or difference the median
 //! over rounds of the per-round value (a busy phase hits a whole round, so a ratio within a
-//! round stays fair). Overheads per lock: `on` and `off` against `raw` (the same lock without
+//! round stays fair). Overheads per lock: `on`, `off` and `floor` against `raw` (the same lock without
 //! validation), the other detectors against `peer` (the lock they wrap). Run `cargo bench -p
 //! instrumented-locks --bench overhead` (fat LTO in the workspace's bench profile); `--
 //! pair mutex` keeps only the rows whose name contains `pair` or `mutex`, and
@@ -34,6 +39,7 @@
 //! `--no-default-features` the `on` column is the feature-off build and must equal `raw`.
 //! Under `cargo test --benches`, one short round.
 
+use std::cell::Cell;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -50,6 +56,7 @@ enum Col {
     Tm,
     Dx,
     Raw,
+    Floor,
     On,
     Off,
 }
@@ -114,6 +121,7 @@ macro_rules! ping_pong {
 }
 
 type Raw<T> = lock_api::Mutex<raw::RawMutex, T>;
+type Floor<T> = lock_api::Mutex<FloorRaw, T>;
 type RawRw<T> = lock_api::RwLock<raw::RawRwLock, T>;
 type RawRe<T> = lock_api::ReentrantMutex<raw::RawMutex, raw::RawThreadId, T>;
 type Ours<T> = instrumented_locks::Mutex<T>;
@@ -123,6 +131,72 @@ type TmMutex<T> = tracing_mutex::parkinglot::tracing::Mutex<T>;
 type TmRw<T> = tracing_mutex::parkinglot::tracing::RwLock<T>;
 type DxMutex<T> = deloxide::Mutex<T>;
 type DxRw<T> = deloxide::RwLock<T>;
+
+/// The `floor` column's raw mutex (see the module docs).
+struct FloorRaw(raw::RawMutex);
+
+thread_local! {
+    /// The `floor` column's held-lock stack: its depth and its slots (no destructor, so the
+    /// access is a plain thread-local address, as lockdep's own state).
+    static FLOOR_DEPTH: Cell<usize> = const { Cell::new(0) };
+    static FLOOR_STACK: [Cell<usize>; 64] = const { [const { Cell::new(0) }; 64] };
+}
+
+/// Pushes `addr` on the `floor` stack (at most 64 held: the rows hold eight).
+#[inline(never)]
+fn floor_push(addr: usize) {
+    let n = FLOOR_DEPTH.get();
+    FLOOR_STACK.with(|s| s[n % 64].set(addr));
+    FLOOR_DEPTH.set(n + 1);
+}
+
+/// Removes the topmost `addr` from the `floor` stack, the entries above it moving down.
+/// Panics if it is not there.
+#[inline(never)]
+fn floor_pop(addr: usize) {
+    let n = FLOOR_DEPTH.get();
+    FLOOR_STACK.with(|s| {
+        let mut i = n;
+        while i > 0 && s[(i - 1) % 64].get() != addr {
+            i -= 1;
+        }
+        assert!(i > 0, "floor: a lock released that is not held");
+        for j in i..n {
+            s[(j - 1) % 64].set(s[j % 64].get());
+        }
+    });
+    FLOOR_DEPTH.set(n - 1);
+}
+
+// SAFETY: every operation is the inner raw mutex's, with the floor stack's bookkeeping (of
+// this thread only) before it.
+unsafe impl lock_api::RawMutex for FloorRaw {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: FloorRaw = FloorRaw(<raw::RawMutex as lock_api::RawMutex>::INIT);
+    type GuardMarker = lock_api::GuardNoSend;
+
+    #[inline]
+    fn lock(&self) {
+        floor_push(std::ptr::from_ref(self) as usize);
+        self.0.lock();
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        let locked = self.0.try_lock();
+        if locked {
+            floor_push(std::ptr::from_ref(self) as usize);
+        }
+        locked
+    }
+
+    #[inline]
+    unsafe fn unlock(&self) {
+        floor_pop(std::ptr::from_ref(self) as usize);
+        // SAFETY: the caller holds the lock (lock_api's contract).
+        unsafe { self.0.unlock() };
+    }
+}
 
 /// Eight locks of one implementation (eight construction sites: eight classes).
 macro_rules! eight {
@@ -194,6 +268,7 @@ fn main() {
         Raw::new(0u64),
         Ours::new(0u64),
         Ours::new(0u64),
+        Floor::new(0u64),
     );
     let a = (
         real_parking_lot::Mutex::new(0u64),
@@ -203,6 +278,7 @@ fn main() {
         Raw::new(0u64),
         Ours::new(0u64),
         Ours::new(0u64),
+        Floor::new(0u64),
     );
     let b = (
         real_parking_lot::Mutex::new(0u64),
@@ -212,12 +288,14 @@ fn main() {
         Raw::new(0u64),
         Ours::new(0u64),
         Ours::new(0u64),
+        Floor::new(0u64),
     );
     let d_pl = eight!(real_parking_lot::Mutex::new(0u64));
     let d_dd = eight!(DdMutex::new(0u64));
     let d_tm = eight!(TmMutex::new(0u64));
     let d_dx = eight!(DxMutex::new(0u64));
     let d_raw = eight!(Raw::new(0u64));
+    let d_floor = eight!(Floor::new(0u64));
     // Spelled out: eight construction sites, eight classes (one site would nest a class in
     // itself).
     let d_on = [
@@ -285,7 +363,8 @@ fn main() {
 
     let mut rows = vec![
         row!("mutex lock+unlock", 1, OPS,
-            [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, On: &m.5, Off: &m.6],
+            [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, Floor: &m.7, On: &m.5,
+             Off: &m.6],
             |x| *black_box(x).lock() += 1),
         // A lock made, taken once and dropped, as a program that makes locks as it goes (a
         // channel, a connection, a cache entry each): one construction site, so one class;
@@ -300,11 +379,12 @@ fn main() {
             *black_box(&m).lock() += 1;
         }),
         row!("mutex try_lock+unlock", 1, OPS,
-            [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, On: &m.5, Off: &m.6],
+            [Peer: &m.0, Dd: &m.1, Tm: &m.2, Dx: &m.3, Raw: &m.4, Floor: &m.7, On: &m.5,
+             Off: &m.6],
             |x| *black_box(x).try_lock().unwrap() += 1),
         row!("nested pair A→B", 2, OPS,
         [Peer: (&a.0, &b.0), Dd: (&a.1, &b.1), Tm: (&a.2, &b.2), Dx: (&a.3, &b.3),
-         Raw: (&a.4, &b.4), On: (&a.5, &b.5), Off: (&a.6, &b.6)],
+         Raw: (&a.4, &b.4), Floor: (&a.7, &b.7), On: (&a.5, &b.5), Off: (&a.6, &b.6)],
         |x| {
             let mut ga = black_box(x.0).lock();
             let mut gb = black_box(x.1).lock();
@@ -313,14 +393,15 @@ fn main() {
         }),
         row!("nested pair, released in order taken", 2, OPS,
         [Peer: (&a.0, &b.0), Dd: (&a.1, &b.1), Tm: (&a.2, &b.2), Dx: (&a.3, &b.3),
-         Raw: (&a.4, &b.4), On: (&a.5, &b.5), Off: (&a.6, &b.6)],
+         Raw: (&a.4, &b.4), Floor: (&a.7, &b.7), On: (&a.5, &b.5), Off: (&a.6, &b.6)],
         |x| {
             // A tuple of guards drops its first field first: the lock below goes first.
             let g = (black_box(x.0).lock(), black_box(x.1).lock());
             black_box(&g);
         }),
         row!("8-deep nest", 8, OPS / 4,
-        [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &d_on, Off: &d_off],
+        [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, Floor: &d_floor, On: &d_on,
+         Off: &d_off],
         |x| nest_eight!(x)),
         row!("8 shards of one class", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &s_on, Off: &s_off],
@@ -417,9 +498,9 @@ fn main() {
     let stat = if lock_stat { ", lock_stat on" } else { "" };
     println!("\noverhead ({mode}{stat}): {rounds} rounds, medians over rounds, ns per operation");
     println!(
-        "| row | peer | dd | tm | dx | raw | on | off | on/peer | per lock: on−raw | off−raw | dd−peer | tm−peer | dx−peer |"
+        "| row | peer | dd | tm | dx | raw | floor | on | off | on/peer | per lock: on−raw | off−raw | floor−raw | dd−peer | tm−peer | dx−peer |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (row, cells) in rows.iter().zip(&ns) {
         let at = |col: Col| {
             row.cells
@@ -437,18 +518,20 @@ fn main() {
         let per_lock = |x: Col, y: Col| per_round(x, y, &|a, b| (a - b) / locks);
         let show = |v: Option<f64>, p: usize| v.map_or("–".to_string(), |v| format!("{v:.p$}"));
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.name,
             show(med(Col::Peer), 1),
             show(med(Col::Dd), 1),
             show(med(Col::Tm), 1),
             show(med(Col::Dx), 1),
             show(med(Col::Raw), 1),
+            show(med(Col::Floor), 1),
             show(med(Col::On), 1),
             show(med(Col::Off), 1),
             show(per_round(Col::On, Col::Peer, &|a, b| a / b), 2),
             show(per_lock(Col::On, Col::Raw), 1),
             show(per_lock(Col::Off, Col::Raw), 1),
+            show(per_lock(Col::Floor, Col::Raw), 1),
             show(per_lock(Col::Dd, Col::Peer), 1),
             show(per_lock(Col::Tm, Col::Peer), 1),
             show(per_lock(Col::Dx, Col::Peer), 1),
