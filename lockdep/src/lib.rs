@@ -231,6 +231,9 @@
 //! - **Dependencies**: acquiring `next` adds `prev -> next` for the top held lock and for every
 //!   trylock directly above the first non-trylock (`check_prevs_add()`). A trylock acquisition
 //!   gets no dependency into itself but, once held, gives dependencies to later acquisitions.
+//!   Unlike the kernel's walk, this one also goes on past a held recursive read: in `A -> B
+//!   (recursive read) -> C`, the path from A through B is not strong (B's acquisition waits
+//!   for no reader), so A would not reach C through it, and `A -> C` is added directly.
 //! - **Readers**: which holding blocks which acquisition of one lock is one table (an
 //!   upgradable read held blocks only writers and upgradable reads; acquired, it waits for
 //!   every holder, readers included, through a writer queued behind them):

@@ -177,7 +177,10 @@ impl Oracle {
                                 }
                                 self.edges.entry((h, lock)).or_default().insert(k);
                             }
-                            if !htry {
+                            // The locks below reach `lock` through `h` unless `h` is a
+                            // trylock or a recursive read (whose acquisition waits for no
+                            // reader: the path through it would not be strong).
+                            if !htry && hm != Mode::RecursiveRead {
                                 break;
                             }
                         }

@@ -273,8 +273,9 @@ fn check_pair_add(
     true
 }
 
-/// Adds `prev -> next` for the top held lock and every trylock directly above the first
-/// non-trylock (kernel: `check_prevs_add()`); stops at the first cycle, which is reported
+/// Adds `prev -> next` for the top held lock and every trylock or recursive read directly
+/// above the first other held lock (kernel: `check_prevs_add()`, which stops at the first
+/// non-trylock); stops at the first cycle, which is reported
 /// (printed once per distinct cycle, see [`crate::set_report_repeats`]) and not recorded.
 fn check_prevs_add(
     g: &mut Global,
@@ -298,8 +299,11 @@ fn check_prevs_add(
         // reach `next` through it, by the dependencies its own acquisition recorded. A task's
         // async lock spliced on for a poll recorded none over the thread's locks below it,
         // so in a poll the walk goes on to the bottom (every dependency it adds is real: the
-        // lock is held while `next` is taken).
-        if !prev.trylock && !in_poll {
+        // lock is held while `next` is taken). Nor do the locks below reach `next` through a
+        // lock whose acquisition cannot wait for its own holding (a recursive read): the
+        // path `below -> prev -> next` is then not strong (`Kind::may_follow`), and the
+        // search would never take it for `below -> next`, so the walk goes on past it too.
+        if !prev.trylock && !in_poll && blocks(prev.acquired_as(), prev.mode) {
             break;
         }
     }

@@ -1,0 +1,47 @@
+//! The held locks an acquisition records a dependency from. The kernel's `check_prevs_add()`
+//! stops at the first held lock that is no trylock, since the locks below it reach the new
+//! lock through it; these tests cover the held locks that shortcut cannot cross, each with a
+//! real inversion through them that must be reported.
+
+mod common;
+
+use common::*;
+
+/// A held lock under a recursive read: `A -> B (recursive read) -> C` does not make the
+/// strong path `A -> C` (a recursive read's acquisition cannot wait for a reader), so `A -> C`
+/// is recorded directly and `C -> A` later is a cycle of A and C.
+#[test]
+fn a_lock_below_a_recursive_read_gets_its_own_dependency() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    on_thread(move || {
+        lock(a);
+        read_rec(b);
+        lock(c);
+        unlock(c);
+        unlock(b);
+        unlock(a);
+    });
+    assert_reports!();
+    on_thread(move || pair(c, a));
+    assert_one_cycle(&["A", "C"]);
+}
+
+/// The control: with B taken exclusively, `A -> B -> C` is a strong path, and the walk stops
+/// at B as the kernel's does; `C -> A` is still reported, through B.
+#[test]
+fn a_lock_below_an_exclusive_lock_is_reached_through_it() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    on_thread(move || {
+        lock(a);
+        lock(b);
+        lock(c);
+        unlock(c);
+        unlock(b);
+        unlock(a);
+    });
+    assert_reports!();
+    on_thread(move || pair(c, a));
+    assert_one_cycle(&["A", "B", "C"]);
+}
