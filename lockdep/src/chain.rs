@@ -114,6 +114,16 @@ pub(crate) fn upgrade_key(key: u64) -> u64 {
     key ^ (0x1d8e_4e27_c47d_124f & !(3 << 62))
 }
 
+/// The chain key of an entry whose acquisition did not record its dependencies (see
+/// `Slot::set_unrecorded`), from the key `key` it would have: the dependency walk of a later
+/// acquisition goes on past such an entry and records more, so a chain over it must not be
+/// found valid because the same chain over a recorded entry was. The mask keeps a key's marks,
+/// as in [`upgrade_key`].
+#[inline]
+pub(crate) fn unrecorded_key(key: u64) -> u64 {
+    key ^ (0x6c8e_9cf5_7093_2bd1 & !(3 << 62))
+}
+
 /// What the global table holds for `key`. Lock-free, writes nothing.
 pub(crate) fn global_lookup(key: u64) -> Hit {
     let table = &TABLE;

@@ -155,7 +155,9 @@ impl Oracle {
 
     /// Runs one thread's ops; returns, per op, whether a cycle was found.
     fn run(&mut self, ops: &[Op]) -> Vec<bool> {
-        let mut held: Vec<(usize, Mode, bool)> = Vec::new();
+        // Each held lock: (lock, mode, trylock, whether its own acquisition closed a cycle and
+        // so left dependencies into it unrecorded).
+        let mut held: Vec<(usize, Mode, bool, bool)> = Vec::new();
         let mut out = Vec::new();
         for op in ops {
             match *op {
@@ -166,7 +168,7 @@ impl Oracle {
                 Op::Acquire { lock, mode, try_ } => {
                     let mut cycle = false;
                     if !try_ {
-                        for &(h, hm, htry) in held.iter().rev() {
+                        for &(h, hm, htry, hunrec) in held.iter().rev() {
                             let k = Oracle::norm((hm, mode));
                             let present =
                                 self.edges.get(&(h, lock)).is_some_and(|s| s.contains(&k));
@@ -178,14 +180,16 @@ impl Oracle {
                                 self.edges.entry((h, lock)).or_default().insert(k);
                             }
                             // The locks below reach `lock` through `h` unless `h` is a
-                            // trylock or a recursive read (whose acquisition waits for no
-                            // reader: the path through it would not be strong).
-                            if !htry && hm != Mode::RecursiveRead {
+                            // trylock, a recursive read (whose acquisition waits for no
+                            // reader: the path through it would not be strong), or a lock
+                            // whose own acquisition closed a cycle (its dependencies from
+                            // the locks below were not all recorded).
+                            if !htry && hm != Mode::RecursiveRead && !hunrec {
                                 break;
                             }
                         }
                     }
-                    held.push((lock, mode, try_));
+                    held.push((lock, mode, try_, cycle));
                     out.push(cycle);
                 }
             }

@@ -45,3 +45,25 @@ fn a_lock_below_an_exclusive_lock_is_reached_through_it() {
     on_thread(move || pair(c, a));
     assert_one_cycle(&["A", "B", "C"]);
 }
+
+/// A held lock whose own acquisition was reported: `A -> B` closed a cycle (with an earlier
+/// `B -> A`), so it was not recorded, and A does not reach C through B. `A -> C` is recorded
+/// directly, and `C -> A` later is a second, independent inversion, reported too.
+#[test]
+fn a_lock_below_a_reported_acquisition_gets_its_own_dependency() {
+    let _h = start();
+    let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
+    on_thread(move || pair(b, a));
+    assert_reports!();
+    on_thread(move || {
+        lock(a);
+        lock(b);
+        lock(c);
+        unlock(c);
+        unlock(b);
+        unlock(a);
+    });
+    assert_one_cycle(&["A", "B"]);
+    on_thread(move || pair(c, a));
+    assert_one_cycle(&["A", "C"]);
+}

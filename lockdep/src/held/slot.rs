@@ -15,8 +15,8 @@
 //!   address. The owner changes them only by a push (after moving the counter) or inside a
 //!   write section.
 //! - **the owner's alone**: the chain key, the nest_lock, the fast path's memo, and `meta`'s
-//!   pin count and paired bit. Readers ignore them, so the owner changes them with no section
-//!   (`meta` is one word: a reader gets its shown bits whole either way).
+//!   pin count, paired bit and unrecorded mark. Readers ignore them, so the owner changes them
+//!   with no section (`meta` is one word: a reader gets its shown bits whole either way).
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -34,8 +34,12 @@ const PIN_MASK: u64 = 0xffff << PIN_SHIFT;
 /// `meta`, the owner's: the slot was left by an entry with a nest_lock (see
 /// [`Slot::left_nested`]), so that no shortcut of the fast path takes it for a plain entry.
 const LEFT_NESTED: u64 = 1 << 5;
+/// `meta`, the owner's: the entry's acquisition did not record (all of) its dependencies (a
+/// report stopped its validation), so that the dependency walk does not take the locks below
+/// it to reach later locks through it (see [`Slot::set_unrecorded`]).
+const UNRECORDED: u64 = 1 << 6;
 /// The bits of `meta` that other threads read.
-const SHOWN: u64 = !(PAIRED | PIN_MASK | LEFT_NESTED);
+const SHOWN: u64 = !(PAIRED | PIN_MASK | LEFT_NESTED | UNRECORDED);
 
 /// A [`Slot::memo`] that holds a memo: the chain key below, with this bit (which no chain key
 /// has) set.
@@ -121,6 +125,25 @@ impl Find {
             .iter()
             .rposition(|t| self.matches_word(word(t)))
             .or_else(|| items.iter().rposition(|t| any.matches_word(word(t))))
+    }
+}
+
+/// The chain key of an entry over the chain key `below`, from its slot's words: the instance
+/// word (for the mode bits), the class, `meta` (the trylock bit, and the unrecorded mark, see
+/// [`Slot::set_unrecorded`]) and the nest_lock.
+#[inline(always)]
+fn key_of_words(below: u64, instance: usize, class: u64, meta: u64, nest_lock: usize) -> u64 {
+    let key = HeldLock::chain_key_of(
+        below,
+        ClassId::from_bits(class),
+        Mode::from_code((instance & MODE_BITS) as u64),
+        meta & 4 != 0,
+        nest_lock,
+    );
+    if meta & UNRECORDED != 0 {
+        crate::chain::unrecorded_key(key)
+    } else {
+        key
     }
 }
 
@@ -411,13 +434,7 @@ impl Slot {
         let class = from.class.load(Ordering::Relaxed);
         let meta = from.meta.load(Ordering::Relaxed);
         let nest_lock = from.nest_lock.load(Ordering::Relaxed);
-        let key = HeldLock::chain_key_of(
-            below,
-            ClassId::from_bits(class),
-            Mode::from_code((instance & MODE_BITS) as u64),
-            meta & 4 != 0,
-            nest_lock,
-        );
+        let key = key_of_words(below, instance, class, meta, nest_lock);
         self.instance.store(instance, Ordering::Relaxed);
         self.class.store(class, Ordering::Relaxed);
         self.meta.store(meta, Ordering::Relaxed);
@@ -524,6 +541,26 @@ impl Slot {
         (((m & PIN_MASK) >> PIN_SHIFT) as u16, m & PAIRED != 0)
     }
 
+    /// Marks the entry as one whose acquisition did not record its dependencies from the
+    /// locks below it: its validation was stopped by a report (a cycle that the dependency
+    /// closing it was left out of, a same-class report), or never ran. The mark stays with
+    /// the entry when it moves down the stack, and any rewrite of the slot (a push of another
+    /// entry, which no slot with the mark matches) clears it. It is part of the entry's chain
+    /// key ([`chain_key_on`](Self::chain_key_on), `chain::unrecorded_key`): the caller
+    /// recomputes the chain keys from this entry up. The owner, with no write section: readers
+    /// ignore the bit.
+    pub fn set_unrecorded(&self) {
+        // Relaxed (both): the owner's word, as in `set_marks`.
+        let m = self.meta.load(Ordering::Relaxed);
+        self.meta.store(m | UNRECORDED, Ordering::Relaxed);
+    }
+
+    /// Whether [`set_unrecorded`](Self::set_unrecorded) marked the entry (the owner).
+    pub fn is_unrecorded(&self) -> bool {
+        // Relaxed: the owner reads back its own store.
+        self.meta.load(Ordering::Relaxed) & UNRECORDED != 0
+    }
+
     /// Sets the pin count and the paired mark (the owner). No write section: readers ignore
     /// these bits, and `meta` is stored whole.
     #[inline]
@@ -542,12 +579,11 @@ impl Slot {
     #[inline]
     pub fn chain_key_on(&self, below: u64) -> u64 {
         // Relaxed: the owner reads back its own store.
-        let meta = self.meta.load(Ordering::Relaxed);
-        HeldLock::chain_key_of(
+        key_of_words(
             below,
-            ClassId::from_bits(self.class_bits()),
-            self.mode(),
-            meta & 4 != 0,
+            self.tagged(),
+            self.class_bits(),
+            self.meta.load(Ordering::Relaxed),
             self.nest_lock(),
         )
     }

@@ -287,7 +287,8 @@ fn check_prevs_add(
     // Inside an instrumented poll the task's async locks are spliced onto the thread's stack
     // (see `task`): they were not acquired over the thread's locks below them.
     let in_poll = current_task::get().is_some();
-    for prev in st.entries().iter().rev() {
+    for slot in st.held_slots().iter().rev() {
+        let prev = slot.load();
         if g.graph.class(prev.class).is_none() {
             // Unvalidated or zapped: like the kernel's `check == 0` entries, skipped.
             continue;
@@ -303,7 +304,14 @@ fn check_prevs_add(
         // lock whose acquisition cannot wait for its own holding (a recursive read): the
         // path `below -> prev -> next` is then not strong (`Kind::may_follow`), and the
         // search would never take it for `below -> next`, so the walk goes on past it too.
-        if !prev.trylock && !in_poll && blocks(prev.acquired_as(), prev.mode) {
+        // Nor through a lock whose own acquisition did not record their dependencies on it
+        // (a report stopped its validation, see `Slot::set_unrecorded`): the kernel needs no
+        // such test, since it stops validating after its first report.
+        if !prev.trylock
+            && !in_poll
+            && blocks(prev.acquired_as(), prev.mode)
+            && !slot.is_unrecorded()
+        {
             break;
         }
     }

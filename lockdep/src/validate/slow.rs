@@ -28,6 +28,9 @@ pub(super) fn acquire_slow(
     nest_name: &str,
     mut held: Option<GraphGuard>,
 ) {
+    // Whether the validation ran and was stopped by a report (or a dying class): then the
+    // entry's dependencies were not all recorded, and its slot says so to later walks.
+    let mut unrecorded = false;
     let reports = with_state(|st| {
         let mut reports = Vec::new();
         if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
@@ -71,6 +74,7 @@ pub(super) fn acquire_slow(
         let epoch = nesting::pair_epoch();
         let mut checked = Vec::new();
         let verdict = validate_chain(&mut g, st, &entry, scan, &mut reports, &mut checked);
+        unrecorded = verdict == Verdict::Invalid;
         // The mark: a hit on this chain must look at the held instances (see `chain::Hit`).
         let marked = nested || may_hold_instance(&g, st, &entry);
         if verdict == Verdict::Valid {
@@ -115,6 +119,9 @@ pub(super) fn acquire_slow(
     with_state(|st| {
         let next = st.next(entry);
         st.push(next);
+        if unrecorded {
+            st.mark_unrecorded(st.depth() - 1);
+        }
     });
 }
 

@@ -67,6 +67,14 @@ impl ThreadState {
         Left { pins, paired }
     }
 
+    /// Marks entry `i` as one whose acquisition did not record its dependencies (see
+    /// [`Slot::set_unrecorded`](crate::held::slot::Slot::set_unrecorded)).
+    pub fn mark_unrecorded(&mut self, i: usize) {
+        self.slot(i).set_unrecorded();
+        // The mark is part of the chain key: the entry's, and so every one above it.
+        self.rekey(i);
+    }
+
     /// Marks entry `i` as the source of a checked instance pair.
     pub fn mark_paired(&mut self, i: usize) {
         let (pins, paired) = self.slot(i).marks();
