@@ -202,7 +202,11 @@
 //! # Limits
 //!
 //! - A lock is identified by its address while held: moving an unlocked lock is fine, but
-//!   `mem::forget` of a guard followed by moving the lock loses track of it.
+//!   `mem::forget` of a guard followed by moving the lock loses track of it. A lock that moves
+//!   (a `Vec` of locks that grows, `mem::swap`) starts its instance order (two locks of one
+//!   class, see lockdep's `Nesting`) afresh at its new address: an order its two locks were
+//!   taken in before the move is not held against them after it, and a new lock that comes
+//!   to sit at the old address does not inherit it.
 //! - Locking through `raw()` is not seen. `force_unlock*` releases the entry a forgotten
 //!   guard left, on this thread or on the thread that forgot it (for a lock several threads
 //!   read, one of their entries); a lock that is not locked at all is reported as a bad

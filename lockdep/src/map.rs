@@ -1,5 +1,6 @@
 //! The per-lock-instance map (the kernel's `struct lockdep_map`).
 
+use std::cell::Cell;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,6 +18,11 @@ use crate::thread;
 /// *instance*; the map must not move while the lock is held (true whenever guards borrow
 /// the lock). Dropping the map checks that this thread does not hold it
 /// ([`Report::HeldLockFreed`](crate::Report::HeldLockFreed)) and forgets its instance pairs.
+/// An unlocked map may move: its instance pairs are keyed by its address and a 16-bit tag the
+/// map draws at its first acquisition, so a map that later sits at the old address does not
+/// inherit them, and the moved map starts its instance order afresh at its new address (the
+/// pairs left at the old one count toward [`MAX_INSTANCE_PAIRS`](crate::MAX_INSTANCE_PAIRS)
+/// until [`reset`](crate::reset)).
 ///
 /// The class is derived from:
 /// - the construction site *and* the protected type ([`LockMap::of_type`],
@@ -38,9 +44,10 @@ use crate::thread;
 /// Size: 56 bytes on 64-bit targets: the key (24 bytes: a construction site plus a pointer to
 /// the protected type's `type_name`, or a dynamic key's address and serial), the name or kind
 /// (16: its address, and a word with its length and whether it is a name, kept as a held
-/// entry shows them, plus one flag: whether the lock ever nested with another instance of its
-/// class, so that dropping a lock that never did costs what it did before), and the class
-/// cache (16). No padding: a lock's other fields follow it at once. `Send + Sync`.
+/// entry shows them, the pair tag, and one flag: whether the lock ever nested with another
+/// instance of its class, so that dropping a lock that never did costs what it did before),
+/// and the class cache (16). No padding: a lock's other fields follow it at once. `Send +
+/// Sync`.
 pub struct LockMap {
     key: KeyRef,
     /// The first byte of the map's name or, if it has none, its kind ("Mutex", "RwLock",
@@ -48,8 +55,9 @@ pub struct LockMap {
     label: *const u8,
     /// The label's share of a held entry's `meta` word (`held::slot::name_meta`): its length
     /// and whether it is a name (else a kind), made once here so that the fast path only
-    /// loads it; and [`PAIRED`], in a bit that `name_meta` leaves 0 and
-    /// [`name_meta`](Self::name_meta) masks off.
+    /// loads it; the pair tag (`held::slot::tag_bits`, set once: see
+    /// [`pair_key`](Self::pair_key)), which held entries show too; and [`PAIRED`], in a bit
+    /// that `name_meta` leaves 0 and [`name_meta`](Self::name_meta) masks off.
     label_meta: AtomicU64,
     /// The class ids of subclass 0 and of the last other subclass used.
     cache: ClassCache,
@@ -86,13 +94,9 @@ impl std::fmt::Debug for LockMap {
 }
 
 impl LockMap {
-    /// Panics if `label` is 4 GiB long or longer (a `meta` word holds its length in 32 bits).
+    /// A label longer than `slot::MAX_NAME_LEN` (64 KiB) shows cut.
     #[inline]
     const fn from_key(label: &'static str, named: bool, key: KeyRef) -> LockMap {
-        assert!(
-            label.len() <= u32::MAX as usize,
-            "a lock's name must be shorter than 4 GiB"
-        );
         LockMap {
             key,
             label: label.as_ptr(),
@@ -212,14 +216,15 @@ impl LockMap {
     /// After a key change: the label stays a name or a kind, as it was (the constructors
     /// call any non-empty label a name, which would make an unnamed map's kind its name).
     fn keep_named(&mut self, named: bool) {
-        let paired = *self.label_meta.get_mut() & PAIRED;
-        *self.label_meta.get_mut() = slot::name_meta(named, self.name()) | paired;
+        // The pair tag and the paired mark stay: the lock's pairs are still under them.
+        let kept = *self.label_meta.get_mut() & (PAIRED | slot::tag_bits(u16::MAX));
+        *self.label_meta.get_mut() = slot::name_meta(named, self.name()) | kept;
     }
 
     /// The map's name or, for an unnamed map ([`of_type`](Self::of_type)), its kind. A named
     /// map names its class when it is the one that creates it.
     ///
-    /// Constructors panic on a name 4 GiB long or longer.
+    /// A name longer than 64 KiB is cut there (at a character boundary).
     #[inline]
     pub fn name(&self) -> &'static str {
         self.name_and_meta().0
@@ -236,8 +241,8 @@ impl LockMap {
     #[inline(always)]
     pub(crate) fn name_and_meta(&self) -> (&'static str, u64) {
         let meta = self.name_meta();
-        // SAFETY: `label` and the length in `label_meta` are those of one `&'static str`
-        // (`from_key`, which also checked that the length fits in the meta word uncut).
+        // SAFETY: `label` is the start of one `&'static str`, and the length in `label_meta`
+        // is its length or less, at a character boundary (`slot::name_meta`).
         let name = unsafe {
             std::str::from_utf8_unchecked(std::slice::from_raw_parts(
                 self.label,
@@ -247,12 +252,58 @@ impl LockMap {
         (name, meta)
     }
 
-    /// The name's bits of a held entry's `meta` word (see `held::slot::name_meta`).
+    /// The name's bits of a held entry's `meta` word (see `held::slot::name_meta`), with the
+    /// map's pair tag.
     #[inline]
     pub(crate) fn name_meta(&self) -> u64 {
         // Relaxed: the name's bits never change while the map is shared (only through
-        // `&mut`); the one bit that does, PAIRED, is masked off.
+        // `&mut`); the pair tag is set once, before the map's class is first cached (see
+        // `set_cached`); PAIRED, which changes, is masked off.
         self.label_meta.load(Ordering::Relaxed) & !PAIRED
+    }
+
+    /// The map's pair tag: 0 until its first acquisition, then a number that stays with the
+    /// map wherever it moves (see [`pair_key`](Self::pair_key)).
+    #[inline]
+    pub(crate) fn tag(&self) -> u16 {
+        slot::tag_of(self.name_meta())
+    }
+
+    /// The lock's key in the instance-order pairs: its address with its pair tag. A lock may
+    /// move while it is not held (a `Vec` of locks that grows, a lock moved out of a
+    /// collection, `mem::swap`), and its pairs stay under the address it had, since nothing
+    /// runs at a move; the tag, drawn anew for each map at its first acquisition, keeps the
+    /// map that later sits at that address (or the moved lock itself, at another one) from
+    /// inheriting them. Two maps at one address share a key only if their 16-bit tags agree:
+    /// a stale pair then needs its other end's tags to agree too before it can make a false
+    /// cycle. A moved lock starts its instance order afresh at its new address.
+    #[inline]
+    pub(crate) fn pair_key(&self) -> usize {
+        crate::held::pair_key(self.instance(), self.tag())
+    }
+
+    /// Gives the map its pair tag if it has none (its first acquisition; see
+    /// [`pair_key`](Self::pair_key)).
+    fn ensure_tag(&self) {
+        // Relaxed: the first load and the compare-exchange only decide which thread's tag
+        // the map keeps (the one that wins); the word is its own, and the class cache that
+        // `set_cached` stores after this is what the fast path reads first (on TSO targets,
+        // a thread that sees the cached class sees the tag; elsewhere a racing first
+        // acquisition may read the map untagged, which only gives that one holding the
+        // address alone as its key).
+        let mut meta = self.label_meta.load(Ordering::Relaxed);
+        while slot::tag_of(meta) == 0 {
+            let tagged = meta | slot::tag_bits(new_tag());
+            match self.label_meta.compare_exchange_weak(
+                meta,
+                tagged,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => meta = now,
+            }
+        }
     }
 
     /// How reports about this map itself name it (an assertion, a bad unlock, a key misuse):
@@ -295,7 +346,8 @@ impl LockMap {
         self.cache.clear();
         let meta = self.label_meta.get_mut();
         if std::mem::replace(meta, *meta & !PAIRED) & PAIRED != 0 {
-            graph_lock().graph.forget_instance(self.instance());
+            let key = self.pair_key();
+            graph_lock().graph.forget_instance(key);
         }
     }
 
@@ -315,8 +367,10 @@ impl LockMap {
         self.cache.get(subclass)
     }
 
-    /// Caches `id` as the class of `subclass`.
+    /// Caches `id` as the class of `subclass`; gives the map its pair tag first if it has none
+    /// (every map's first acquisition comes here: its cache starts empty).
     pub(crate) fn set_cached(&self, subclass: u8, id: ClassId) {
+        self.ensure_tag();
         self.cache.set(subclass, id);
     }
 
@@ -353,7 +407,38 @@ impl LockMap {
             g.graph.zap_key(self.key);
         }
         if paired {
-            g.graph.forget_instance(self.instance());
+            g.graph.forget_instance(self.pair_key());
         }
+    }
+}
+
+/// A new pair tag (see [`LockMap::pair_key`]): never 0, from a per-thread sequence with a seed
+/// of its own, so that two maps that sit at one address one after the other (on any threads)
+/// agree with a chance of 1 in 65,535.
+fn new_tag() -> u16 {
+    // Relaxed: a counter that only spreads the threads' seeds apart.
+    static SEEDS: AtomicU64 = AtomicU64::new(0x2545_f491_4f6c_dd1d);
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    let step = |x: u64| {
+        x.wrapping_mul(0x5851_f42d_4c95_7f2d)
+            .wrapping_add(0x1405_7b7e_f767_814f)
+    };
+    let x = STATE
+        .try_with(|s| {
+            let mut x = s.get();
+            if x == 0 {
+                x = SEEDS.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+            }
+            x = step(x);
+            s.set(x);
+            x
+        })
+        // A thread past its locals' destruction: the shared counter alone.
+        .unwrap_or_else(|_| step(SEEDS.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)));
+    match (x >> 48) as u16 {
+        0 => 1,
+        t => t,
     }
 }

@@ -563,3 +563,66 @@ fn a_run_records_the_same_pairs_when_the_threads_cache_of_runs_was_emptied() {
         unlock(s[2]);
     }
 }
+
+/// Instance pairs stay with the address a lock had when they were recorded, and nothing runs
+/// when a lock moves: the maps that come to sit at those addresses later do not inherit them.
+/// Here new maps are written over the memory of maps that were moved out of it without a
+/// drop (`ptr::read`, as a `Vec` that grows moves its elements), then nested in the reverse
+/// order of the moved-out ones.
+#[test]
+fn a_map_written_over_a_moved_out_one_inherits_no_pairs() {
+    let _h = start();
+    let slots: &'static mut [std::mem::MaybeUninit<LockMap>; 2] =
+        Box::leak(Box::new([const { std::mem::MaybeUninit::uninit() }; 2]));
+    slots[0].write(account());
+    slots[1].write(account());
+    // SAFETY: both slots were just initialized.
+    let (a, b) = unsafe { (slots[0].assume_init_ref(), slots[1].assume_init_ref()) };
+    lock(a);
+    lock(b);
+    unlock(b);
+    unlock(a);
+    assert_reports!();
+    // Moved out (the old memory is dead, no drop ran), and dropped where they went.
+    // SAFETY: each slot is read once and not used again as the old map.
+    let moved = unsafe { (slots[0].assume_init_read(), slots[1].assume_init_read()) };
+    drop(moved);
+    // New maps in the same memory, nested the other way.
+    slots[0].write(account());
+    slots[1].write(account());
+    // SAFETY: both slots were just initialized again.
+    let (a2, b2) = unsafe { (slots[0].assume_init_ref(), slots[1].assume_init_ref()) };
+    lock(b2);
+    lock(a2);
+    unlock(a2);
+    unlock(b2);
+    assert_reports!();
+    // The new maps' own order is recorded: the reverse is a cycle.
+    lock(a2);
+    lock(b2);
+    unlock(b2);
+    unlock(a2);
+    let r = assert_reports!(Report::CircularDependency(_));
+    assert!(circular(&r[0]).instance_order);
+}
+
+/// Two locks of one class swapped in place (`mem::swap`), then taken in the order they were
+/// taken before, by the lock and not by the address: a correct program. Each lock's pairs
+/// stay at its old address, under its own tag, so its new address starts afresh.
+#[test]
+fn swapped_locks_taken_in_their_own_order_again_are_silent() {
+    let _h = start();
+    let (mut a, mut b) = (Box::new(account()), Box::new(account()));
+    lock(&a);
+    lock(&b);
+    unlock(&b);
+    unlock(&a);
+    std::mem::swap(&mut *a, &mut *b);
+    // `a`'s lock now sits in `b`'s box: the same locks, in the same order, at the other
+    // addresses.
+    lock(&b);
+    lock(&a);
+    unlock(&a);
+    unlock(&b);
+    assert_reports!();
+}

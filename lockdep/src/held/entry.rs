@@ -8,6 +8,15 @@ use crate::chain;
 use crate::class::ClassId;
 use crate::mode::Mode;
 
+/// The key of lock instance `instance` with pair tag `tag` in the instance-order pairs (see
+/// `LockMap::pair_key`): the tag in the address's top 16 bits, which user-space addresses
+/// leave 0 on the usual 64-bit targets (an address that uses them still gives a key, only
+/// not one that shows the address).
+#[inline(always)]
+pub(crate) const fn pair_key(instance: usize, tag: u16) -> usize {
+    instance ^ ((tag as usize) << 48)
+}
+
 /// One held lock.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HeldLock {
@@ -38,9 +47,19 @@ pub(crate) struct HeldLock {
     /// [`acquired_as`](Self::acquired_as)), and its chain key is apart from a plain write's.
     /// Never stored: an entry read back from its slot has it clear.
     pub upgrade: bool,
+    /// The lock map's pair tag (see `LockMap::pair_key`): with `instance`, the lock's key in
+    /// the instance-order pairs.
+    pub tag: u16,
 }
 
 impl HeldLock {
+    /// The lock's key in the instance-order pairs: its instance with its map's pair tag (see
+    /// `LockMap::pair_key`).
+    #[inline]
+    pub fn pair_key(&self) -> usize {
+        pair_key(self.instance, self.tag)
+    }
+
     /// The mode the acquisition's dependencies are recorded in: its own, but for an upgrade,
     /// which is validated as a plain read. An upgrade waits only for the lock's readers (no
     /// other thread can hold it upgradable or exclusively while this one holds it
@@ -118,6 +137,7 @@ impl HeldLock {
             pin_count: 0,
             paired: false,
             upgrade: false,
+            tag: 0,
         }
     }
 }

@@ -18,7 +18,7 @@ pub(crate) mod record;
 pub(crate) mod slot;
 mod stack;
 
-pub(crate) use entry::HeldLock;
+pub(crate) use entry::{pair_key, HeldLock};
 pub use record::Holder;
 pub(crate) use slot::Find;
 pub(crate) use stack::{Left, Plain, ThreadState};

@@ -840,6 +840,8 @@ pub(crate) struct SharedEntry {
     pub name: &'static str,
     pub named: bool,
     pub site: &'static Location<'static>,
+    /// The lock map's pair tag (see `LockMap::pair_key`).
+    pub tag: u16,
 }
 
 impl Snapshot {
@@ -864,6 +866,7 @@ impl Snapshot {
                 subclass: e.subclass,
                 name: e.name,
                 site: e.site,
+                tag: e.tag,
             }
         })
     }

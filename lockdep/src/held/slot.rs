@@ -21,13 +21,15 @@
 use std::panic::Location;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
+use super::entry::pair_key;
 use super::HeldLock;
 use crate::class::ClassId;
 use crate::mode::Mode;
 
-/// `meta`: the mode (bits 0..2), trylock (bit 2), named (bit 3), subclass (bits 8..16) and
-/// the name's length in bytes (bits 32..64, a longer name is cut there) are shown; the paired
-/// mark (bit 4) and the pin count (bits 16..32) are the owner's.
+/// `meta`: the mode (bits 0..2), trylock (bit 2), named (bit 3), subclass (bits 8..16), the
+/// name's length in bytes (bits 32..48, see [`name_meta`]) and the lock map's pair tag (bits
+/// 48..64, see [`tag_of`]) are shown; the paired mark (bit 4) and the pin count (bits 16..32)
+/// are the owner's.
 const PAIRED: u64 = 1 << 4;
 const PIN_SHIFT: u32 = 16;
 const PIN_MASK: u64 = 0xffff << PIN_SHIFT;
@@ -188,10 +190,13 @@ pub(crate) struct Shown {
     pub subclass: u8,
     pub name: &'static str,
     pub site: &'static Location<'static>,
+    /// The lock map's pair tag.
+    pub tag: u16,
 }
 
 fn meta_of(h: &HeldLock) -> u64 {
     shown_meta(h.mode, h.trylock, h.named, h.subclass, h.name)
+        | tag_bits(h.tag)
         | u64::from(h.paired) << 4
         | u64::from(h.pin_count) << PIN_SHIFT
 }
@@ -214,23 +219,46 @@ pub(crate) const fn acquisition_meta(mode: Mode, trylock: bool, subclass: u8) ->
     mode.code() | (trylock as u64) << 2 | (subclass as u64) << 8
 }
 
+/// The longest name a held entry shows, in bytes: a longer one is cut (at a character
+/// boundary, so the cut name is still a `str`), so that its length takes 16 bits of `meta`.
+pub(crate) const MAX_NAME_LEN: usize = u16::MAX as usize;
+
+/// Where `meta` keeps the lock map's pair tag (see `LockMap::pair_key`).
+const TAG_SHIFT: u32 = 48;
+
 /// The `meta` bits of the lock's name: whether it is one (else a kind) and its length (cut at
-/// 4 GiB). A lock map keeps them made (`LockMap::name_meta`), so that the fast path
-/// computes nothing for them.
+/// [`MAX_NAME_LEN`]). A lock map keeps them made (`LockMap::name_meta`, with its pair tag
+/// added), so that the fast path computes nothing for them.
 #[inline(always)]
 pub(crate) const fn name_meta(named: bool, name: &str) -> u64 {
-    let len = if name.len() > u32::MAX as usize {
-        u32::MAX as u64
-    } else {
-        name.len() as u64
-    };
-    (named as u64) << 3 | len << 32
+    let bytes = name.as_bytes();
+    let mut len = bytes.len();
+    if len > MAX_NAME_LEN {
+        len = MAX_NAME_LEN;
+        // Back to a character's first byte (a continuation byte is 0b10xx_xxxx).
+        while len > 0 && bytes[len] & 0xc0 == 0x80 {
+            len -= 1;
+        }
+    }
+    (named as u64) << 3 | (len as u64) << 32
 }
 
 /// The name's length that [`name_meta`] holds.
 #[inline(always)]
 pub(crate) const fn name_len(name_meta: u64) -> usize {
-    (name_meta >> 32) as usize
+    ((name_meta >> 32) & MAX_NAME_LEN as u64) as usize
+}
+
+/// The pair tag a `meta` word holds (0: none yet; see `LockMap::pair_key`).
+#[inline(always)]
+pub(crate) const fn tag_of(meta: u64) -> u16 {
+    (meta >> TAG_SHIFT) as u16
+}
+
+/// `meta`'s bits holding pair tag `tag`.
+#[inline(always)]
+pub(crate) const fn tag_bits(tag: u16) -> u64 {
+    (tag as u64) << TAG_SHIFT
 }
 
 /// Whether the name of [`name_meta`] is one (else a kind).
@@ -555,6 +583,14 @@ impl Slot {
         self.meta.store(m | UNRECORDED, Ordering::Relaxed);
     }
 
+    /// The entry's key in the instance-order pairs (the owner): its instance with its map's
+    /// pair tag (see `LockMap::pair_key`).
+    #[inline]
+    pub fn pair_key(&self) -> usize {
+        // Relaxed: the owner reads back its own store.
+        pair_key(self.instance(), tag_of(self.meta.load(Ordering::Relaxed)))
+    }
+
     /// Whether [`set_unrecorded`](Self::set_unrecorded) marked the entry (the owner).
     pub fn is_unrecorded(&self) -> bool {
         // Relaxed: the owner reads back its own store.
@@ -610,6 +646,7 @@ impl Slot {
             pin_count,
             paired,
             upgrade: false,
+            tag: shown.tag,
         }
     }
 
@@ -654,7 +691,7 @@ impl RawSlot {
     /// The copy must be one [`Slot::write`] (or a copy of one) stored whole: the owner's own
     /// slot, or a reader's copy that its read section validated. `site` then comes from a
     /// `&'static Location` and `name_ptr` with the length in `meta` from one `&'static str`
-    /// (cut at a character boundary only if over 4 GiB, which no `&'static str` name is).
+    /// (cut at a character boundary if over [`MAX_NAME_LEN`]: see [`name_meta`]).
     pub unsafe fn decode(&self) -> Shown {
         // SAFETY: the caller's contract (above).
         let (site, name) = unsafe {
@@ -662,7 +699,7 @@ impl RawSlot {
                 &*self.site,
                 std::str::from_utf8_unchecked(std::slice::from_raw_parts(
                     self.name_ptr,
-                    (self.meta >> 32) as usize,
+                    name_len(self.meta),
                 )),
             )
         };
@@ -675,6 +712,7 @@ impl RawSlot {
             subclass: (self.meta >> 8) as u8,
             name,
             site,
+            tag: tag_of(self.meta),
         }
     }
 }
@@ -686,6 +724,31 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_name_is_cut_at_a_character_boundary_and_leaves_the_tag_bits_free() {
+        // Two-byte characters: 65,535 falls inside one, so the cut goes back a byte.
+        let long: &'static str = Box::leak("é".repeat(40_000).into_boxed_str());
+        let meta = name_meta(true, long);
+        assert_eq!(name_len(meta), MAX_NAME_LEN - 1);
+        assert!(long.is_char_boundary(name_len(meta)));
+        assert_eq!(tag_of(meta), 0);
+        assert!(is_named(meta));
+        // A tag beside the name changes neither its length nor the named bit.
+        let tagged = meta | tag_bits(0xbeef);
+        assert_eq!(
+            (name_len(tagged), tag_of(tagged)),
+            (MAX_NAME_LEN - 1, 0xbeef)
+        );
+        // Short names are whole, and a tag's bits are apart from every other field's.
+        assert_eq!(name_len(name_meta(false, "Mutex")), 5);
+        let all_but_tag = shown_meta(Mode::Upgradable, true, true, 0xff, long)
+            | PAIRED
+            | PIN_MASK
+            | LEFT_NESTED
+            | UNRECORDED;
+        assert_eq!(all_but_tag & tag_bits(u16::MAX), 0);
+    }
 
     fn entry(chain_key: u64) -> HeldLock {
         HeldLock {

@@ -44,7 +44,7 @@ fn forget_freed((lo, hi): (usize, usize), site: Option<&'static Location<'static
             let mut g = graph_lock();
             if h.paired {
                 // Its map may never have been told (the mark is handed over on release).
-                g.graph.forget_instance(h.instance);
+                g.graph.forget_instance(h.pair_key());
             }
             out.push(build::held_lock_freed(&g.graph, st, &h, (lo, hi), site));
         }

@@ -110,7 +110,8 @@ pub(crate) fn check_freed_elsewhere(lo: usize, hi: usize) {
             t.held.retain(|l| l.instance < lo || l.instance >= hi);
             for e in &freed {
                 // The holder's entry may carry instance pairs its map was never told of.
-                g.graph.forget_instance(e.instance);
+                g.graph
+                    .forget_instance(crate::held::pair_key(e.instance, e.tag));
                 record::Record::post(
                     s.holder,
                     Mail {

@@ -218,6 +218,7 @@ fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
         let next = Acquiring {
             class,
             instance,
+            key: map.pair_key(),
             mode,
             nest: 0,
         };
@@ -350,6 +351,7 @@ pub(crate) fn acquire_with(
             let me = Acquiring {
                 class,
                 instance: map.instance(),
+                key: map.pair_key(),
                 mode: HeldLock::mode_acquired_as(mode, upgrade),
                 nest,
             };

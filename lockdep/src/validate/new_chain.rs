@@ -212,9 +212,12 @@ fn is_ordered_run(g: &Global, st: &ThreadState, class: ClassId) -> bool {
     let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
     let mut below = None;
     st.entries().iter().filter(|h| h.class == class).all(|h| {
-        let paired =
-            below.is_none_or(|from| g.graph.instances.has(class.index(), from, h.instance, kind));
-        below = Some(h.instance);
+        let paired = below.is_none_or(|from| {
+            g.graph
+                .instances
+                .has(class.index(), from, h.pair_key(), kind)
+        });
+        below = Some(h.pair_key());
         paired
     })
 }
@@ -233,7 +236,7 @@ fn check_pair_add(
     let class = next.class.index();
     if g.graph
         .instances
-        .has(class, held.instance, next.instance, kind)
+        .has(class, held.pair_key(), next.pair_key(), kind)
     {
         return true;
     }
@@ -241,13 +244,13 @@ fn check_pair_add(
         .graph
         .instances
         .class(class)
-        .and_then(|ci| search::strong_path(ci, held.instance, next.instance, kind));
+        .and_then(|ci| search::strong_path(ci, held.pair_key(), next.pair_key(), kind));
     if let Some(path) = path {
         let r = build::instance_circular(&g.graph, st, held, next, kind, &path, trace.get());
         push_cycle(
             reports,
             r,
-            instance_signature(next.class, held.instance, &path),
+            instance_signature(next.class, held.pair_key(), &path),
         );
         return false;
     }
@@ -255,7 +258,7 @@ fn check_pair_add(
     match g
         .graph
         .instances
-        .add(class, held.instance, next.instance, kind, sites)
+        .add(class, held.pair_key(), next.pair_key(), kind, sites)
     {
         Ok(_) => {
             if g.graph.instances.pair_count() < crate::limits::MAX_INSTANCE_PAIRS / 2 {
@@ -392,6 +395,7 @@ pub(crate) fn depend_on_held(map: &LockMap, site: Site) {
         pin_count: 0,
         paired: false,
         upgrade: false,
+        tag: map.tag(),
     };
     let reports = with_state(|st| {
         let mut reports = Vec::new();

@@ -20,6 +20,8 @@ use crate::pair_cache::{self, Scan};
 pub(super) struct Acquiring {
     pub(super) class: ClassId,
     pub(super) instance: usize,
+    /// Its key in the instance-order pairs (see `LockMap::pair_key`).
+    pub(super) key: usize,
     pub(super) mode: Mode,
     /// The nest_lock's instance, or 0.
     pub(super) nest: usize,
@@ -30,6 +32,7 @@ impl Acquiring {
         Acquiring {
             class: h.class,
             instance: h.instance,
+            key: h.pair_key(),
             mode: h.acquired_as(),
             nest: h.nest_lock,
         }
@@ -102,7 +105,7 @@ pub(super) fn run_of(st: &ThreadState, next: Acquiring) -> Scan {
         if s.mode() != Mode::Exclusive {
             return None;
         }
-        fp = pair_cache::fingerprint(fp, instance);
+        fp = pair_cache::fingerprint(fp, s.pair_key());
         top = Some(i);
     }
     top.map(|i| (fp, i))
@@ -146,9 +149,9 @@ pub(super) fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -
     };
     // A candidate run: every held instance of the class is held exclusively, `next` too, it
     // has no nest_lock and its instance is not held, so only the class's pairs decide.
-    let top = st.held_slots()[i].instance();
+    let top = st.held_slots()[i].pair_key();
     let kind = Kind::of(Mode::Exclusive, Mode::Exclusive);
-    let accepted = st.pairs.contains(top, next.instance, next.class, kind)
+    let accepted = st.pairs.contains(top, next.key, next.class, kind)
         && (st.pairs.is_run(epoch, next.class, fp, top)
             || consecutive_pairs_cached(st, next.class)
             || pairs_with_next(st, next));
@@ -156,8 +159,8 @@ pub(super) fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -
         // Every held instance has a path to the top and the top its pair with `next`: the
         // grown set is an ordered run with `next` on top, so the acquisition after it needs
         // only its pair with `next`.
-        let grown = pair_cache::fingerprint(fp, next.instance);
-        st.pairs.set_run(next.class, grown, next.instance);
+        let grown = pair_cache::fingerprint(fp, next.key);
+        st.pairs.set_run(next.class, grown, next.key);
     }
     accepted
 }
@@ -175,8 +178,8 @@ fn pairs_with_next(st: &ThreadState, next: Acquiring) -> bool {
         } else if s.class_bits() == class {
             next.nest != 0
                 || pairs.contains(
-                    instance,
-                    next.instance,
+                    s.pair_key(),
+                    next.key,
                     next.class,
                     Kind::of(s.mode(), next.mode),
                 )
@@ -199,9 +202,9 @@ fn consecutive_pairs_cached(st: &ThreadState, class: ClassId) -> bool {
         .iter()
         .filter(|s| s.class_bits() == bits)
         .all(|s| {
-            let instance = s.instance();
-            let paired = below.is_none_or(|from| st.pairs.contains(from, instance, class, kind));
-            below = Some(instance);
+            let key = s.pair_key();
+            let paired = below.is_none_or(|from| st.pairs.contains(from, key, class, kind));
+            below = Some(key);
             paired
         })
 }

@@ -90,8 +90,8 @@ pub(super) fn acquire_slow(
             // Room for a pair per held instance: a deep run keeps its pairs round after round.
             st.pairs.reserve(st.depth());
             for &(i, kind) in &checked {
-                let from = st.entry(i).instance;
-                st.pairs.insert(from, entry.instance, entry.class, kind);
+                let from = st.entry(i).pair_key();
+                st.pairs.insert(from, entry.pair_key(), entry.class, kind);
                 st.mark_paired(i);
             }
             map.mark_paired();
@@ -99,8 +99,8 @@ pub(super) fn acquire_slow(
             // to `entry` now (each had its own pair, or the run had a path to the top).
             if let Some((fp, top)) = scan {
                 if verdict == Verdict::Valid && checked.iter().any(|&(i, _)| i == top) {
-                    let grown = pair_cache::fingerprint(fp, entry.instance);
-                    st.pairs.set_run(entry.class, grown, entry.instance);
+                    let grown = pair_cache::fingerprint(fp, entry.pair_key());
+                    st.pairs.set_run(entry.class, grown, entry.pair_key());
                 }
             }
         }

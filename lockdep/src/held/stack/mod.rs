@@ -152,7 +152,7 @@ pub(crate) struct Plain {
     pub named: bool,
     pub site: &'static std::panic::Location<'static>,
     pub name: &'static str,
-    /// `slot::name_meta(named, name)`, as the lock map keeps it made.
+    /// `slot::name_meta(named, name)` with the map's pair tag, as the lock map keeps it made.
     pub name_meta: u64,
 }
 
@@ -161,7 +161,10 @@ impl Plain {
     /// map's name bits, made when the map was.
     #[inline(always)]
     fn meta(&self) -> u64 {
-        debug_assert_eq!(self.name_meta, slot::name_meta(self.named, self.name));
+        debug_assert_eq!(
+            self.name_meta & !slot::tag_bits(u16::MAX),
+            slot::name_meta(self.named, self.name)
+        );
         slot::acquisition_meta(self.mode, self.trylock, self.subclass) | self.name_meta
     }
 
@@ -194,6 +197,7 @@ impl Plain {
             pin_count: 0,
             paired: false,
             upgrade: false,
+            tag: slot::tag_of(self.name_meta),
         }
     }
 }
