@@ -285,24 +285,21 @@ impl LockMap {
     /// Gives the map its pair tag if it has none (its first acquisition; see
     /// [`pair_key`](Self::pair_key)).
     fn ensure_tag(&self) {
-        // Relaxed: the first load and the compare-exchange only decide which thread's tag
-        // the map keeps (the one that wins); the word is its own, and the class cache that
-        // `set_cached` stores after this is what the fast path reads first (on TSO targets,
-        // a thread that sees the cached class sees the tag; elsewhere a racing first
-        // acquisition may read the map untagged, which only gives that one holding the
-        // address alone as its key).
-        let mut meta = self.label_meta.load(Ordering::Relaxed);
-        while slot::tag_of(meta) == 0 {
-            let tagged = meta | slot::tag_bits(new_tag());
-            match self.label_meta.compare_exchange_weak(
-                meta,
-                tagged,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(now) => meta = now,
-            }
+        // Relaxed (both): a load and a plain store, not a compare-exchange, whose locked
+        // instruction would double the cost of a new lock's first acquisition. Two threads
+        // that both make a map's first acquisition at once may both store a tag, and the
+        // last store stays: the other thread's one holding is then keyed under a tag the
+        // map no longer has (its pairs, if it recorded any in that holding, are left as a
+        // moved lock's are), and a PAIRED bit set in between would be lost (the pairs then
+        // stay when the map is dropped, likewise). Neither makes a report or loses one but
+        // for that holding's own pairs. The class cache that `set_cached` stores next is what
+        // the fast path reads first: on TSO targets a thread that sees the cached class sees
+        // the tag too; elsewhere a racing first acquisition may read the map untagged, with
+        // the same effect.
+        let meta = self.label_meta.load(Ordering::Relaxed);
+        if slot::tag_of(meta) == 0 {
+            self.label_meta
+                .store(meta | slot::tag_bits(new_tag()), Ordering::Relaxed);
         }
     }
 
