@@ -6,6 +6,19 @@
 mod common;
 
 use common::*;
+use lockdep::{LockMap, Mode};
+
+/// On a fresh thread: A, then B in `b_mode`, then C, held at once, released last first.
+fn nest_three(a: &'static LockMap, b: &'static LockMap, b_mode: Mode, c: &'static LockMap) {
+    on_thread(move || {
+        lock(a);
+        lock_mode(b, b_mode);
+        lock(c);
+        unlock(c);
+        unlock(b);
+        unlock(a);
+    });
+}
 
 /// A held lock under a recursive read: `A -> B (recursive read) -> C` does not make the
 /// strong path `A -> C` (a recursive read's acquisition cannot wait for a reader), so `A -> C`
@@ -14,14 +27,7 @@ use common::*;
 fn a_lock_below_a_recursive_read_gets_its_own_dependency() {
     let _h = start();
     let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
-    on_thread(move || {
-        lock(a);
-        read_rec(b);
-        lock(c);
-        unlock(c);
-        unlock(b);
-        unlock(a);
-    });
+    nest_three(a, b, Mode::RecursiveRead, c);
     assert_reports!();
     on_thread(move || pair(c, a));
     assert_one_cycle(&["A", "C"]);
@@ -33,14 +39,7 @@ fn a_lock_below_a_recursive_read_gets_its_own_dependency() {
 fn a_lock_below_an_exclusive_lock_is_reached_through_it() {
     let _h = start();
     let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
-    on_thread(move || {
-        lock(a);
-        lock(b);
-        lock(c);
-        unlock(c);
-        unlock(b);
-        unlock(a);
-    });
+    nest_three(a, b, Mode::Exclusive, c);
     assert_reports!();
     on_thread(move || pair(c, a));
     assert_one_cycle(&["A", "B", "C"]);
@@ -55,14 +54,7 @@ fn a_lock_below_a_reported_acquisition_gets_its_own_dependency() {
     let (a, b, c) = (new_lock("A"), new_lock("B"), new_lock("C"));
     on_thread(move || pair(b, a));
     assert_reports!();
-    on_thread(move || {
-        lock(a);
-        lock(b);
-        lock(c);
-        unlock(c);
-        unlock(b);
-        unlock(a);
-    });
+    nest_three(a, b, Mode::Exclusive, c);
     assert_one_cycle(&["A", "B"]);
     on_thread(move || pair(c, a));
     assert_one_cycle(&["A", "C"]);
