@@ -839,3 +839,42 @@ fn force_unlock_read_releases_the_forgotten_reads_entry() {
     assert!(take().is_empty());
     assert_eq!(held_count(), 0);
 }
+
+/// Locks of one class (one construction line) nested in one order, then moved out of their
+/// memory (as a `Vec` that grows moves them: no drop runs there) and dropped; new locks made
+/// in the same memory and nested the other way are a correct program. The old order stays
+/// with the old locks' tags, not with the addresses.
+#[test]
+fn new_locks_in_the_memory_of_moved_ones_inherit_no_order() {
+    let _h = start();
+    fn one_class() -> Mutex<u64> {
+        Mutex::new(0)
+    }
+    let slots: &'static mut [std::mem::MaybeUninit<Mutex<u64>>; 2] =
+        Box::leak(Box::new([const { std::mem::MaybeUninit::uninit() }; 2]));
+    slots[0].write(one_class());
+    slots[1].write(one_class());
+    {
+        // SAFETY: both slots were just initialized.
+        let (a, b) = unsafe { (slots[0].assume_init_ref(), slots[1].assume_init_ref()) };
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    // SAFETY: each slot is read once, and not used again as the old lock.
+    drop(unsafe { (slots[0].assume_init_read(), slots[1].assume_init_read()) });
+    slots[0].write(one_class());
+    slots[1].write(one_class());
+    // SAFETY: both slots were just initialized again.
+    let (a, b) = unsafe { (slots[0].assume_init_ref(), slots[1].assume_init_ref()) };
+    {
+        let _gb = b.lock();
+        let _ga = a.lock();
+    }
+    assert!(take().is_empty());
+    // Their own order is kept: the reverse of it is reported.
+    {
+        let _ga = a.lock();
+        let _gb = b.lock();
+    }
+    assert_eq!(cycles(&take()), 1);
+}
