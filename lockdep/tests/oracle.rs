@@ -174,8 +174,10 @@ impl Oracle {
                                 self.edges.get(&(h, lock)).is_some_and(|s| s.contains(&k));
                             if !present {
                                 if self.closes_strong_cycle(h, lock, k) {
+                                    // Reported, not recorded: the locks below `h` do not
+                                    // reach `lock` through it, so the walk goes on.
                                     cycle = true;
-                                    break;
+                                    continue;
                                 }
                                 self.edges.entry((h, lock)).or_default().insert(k);
                             }

@@ -59,3 +59,18 @@ fn a_lock_below_a_reported_acquisition_gets_its_own_dependency() {
     on_thread(move || pair(c, a));
     assert_one_cycle(&["A", "C"]);
 }
+
+/// A cycle closed by the top held lock's dependency: `A -> B`, then X, B, A held at once
+/// (`B -> A` reported and not recorded). X does not reach A through B, so `X -> A` is recorded
+/// directly, and `A -> X` later is a second, independent inversion, reported too.
+#[test]
+fn a_lock_below_the_one_that_closed_a_cycle_gets_its_own_dependency() {
+    let _h = start();
+    let (x, a, b) = (new_lock("X"), new_lock("A"), new_lock("B"));
+    on_thread(move || pair(a, b));
+    assert_reports!();
+    nest_three(x, b, Mode::Exclusive, a);
+    assert_one_cycle(&["A", "B"]);
+    on_thread(move || pair(a, x));
+    assert_one_cycle(&["A", "X"]);
+}

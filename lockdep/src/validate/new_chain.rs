@@ -278,8 +278,9 @@ fn check_pair_add(
 
 /// Adds `prev -> next` for the top held lock and every trylock or recursive read directly
 /// above the first other held lock (kernel: `check_prevs_add()`, which stops at the first
-/// non-trylock); stops at the first cycle, which is reported
-/// (printed once per distinct cycle, see [`crate::set_report_repeats`]) and not recorded.
+/// non-trylock); a cycle is reported (printed once per distinct cycle, see
+/// [`crate::set_report_repeats`]) and not recorded, and the walk goes on past the lock whose
+/// dependency closed it.
 fn check_prevs_add(
     g: &mut Global,
     st: &ThreadState,
@@ -290,6 +291,7 @@ fn check_prevs_add(
     // Inside an instrumented poll the task's async locks are spliced onto the thread's stack
     // (see `task`): they were not acquired over the thread's locks below them.
     let in_poll = current_task::get().is_some();
+    let mut verdict = Verdict::Valid;
     for slot in st.held_slots().iter().rev() {
         let prev = slot.load();
         if g.graph.class(prev.class).is_none() {
@@ -297,7 +299,12 @@ fn check_prevs_add(
             continue;
         }
         if prev.class != next.class && !check_prev_add(g, st, &prev, next, reports, trace) {
-            return Verdict::Invalid;
+            // A cycle: `prev -> next` is reported and not recorded, so the locks below
+            // `prev` do not reach `next` through it. The walk goes on, for their own
+            // dependencies (each may close another cycle, a bug of its own: the kernel,
+            // which stops validating at its first report, never gets to them).
+            verdict = Verdict::Invalid;
+            continue;
         }
         // The kernel stops at the first held lock that is no trylock: the locks below it
         // reach `next` through it, by the dependencies its own acquisition recorded. A task's
@@ -318,7 +325,7 @@ fn check_prevs_add(
             break;
         }
     }
-    Verdict::Valid
+    verdict
 }
 
 /// Records the dependency `prev -> next` (in the modes they have) unless it is recorded or
