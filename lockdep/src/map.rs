@@ -5,6 +5,7 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::class::{name, ClassCache, ClassId, KeyRef, StaticKey, TypeName};
+use crate::graph::instances::{hint, HINT_ADDRESS_BITS};
 use crate::graph_lock::graph_lock;
 use crate::held::slot;
 use crate::keys::{DynamicKey, LockClassKey};
@@ -19,10 +20,11 @@ use crate::thread;
 /// the lock). Dropping the map checks that this thread does not hold it
 /// ([`Report::HeldLockFreed`](crate::Report::HeldLockFreed)) and forgets its instance pairs.
 /// An unlocked map may move: its instance pairs are keyed by its address and a 16-bit tag the
-/// map draws at its first acquisition, so a map that later sits at the old address does not
-/// inherit them, and the moved map starts its instance order afresh at its new address (the
-/// pairs left at the old one count toward [`MAX_INSTANCE_PAIRS`](crate::MAX_INSTANCE_PAIRS)
-/// until [`reset`](crate::reset)).
+/// map draws at its first acquisition, and the map keeps where they were recorded, so they
+/// are forgotten when it is dropped wherever it is then (a `drop(x)`, an `into_inner` or an
+/// `Arc::try_unwrap` moves the lock first), and when it records pairs again at a new address:
+/// a moved lock starts its instance order afresh, and a map that later sits at the old
+/// address inherits nothing.
 ///
 /// The class is derived from:
 /// - the construction site *and* the protected type ([`LockMap::of_type`],
@@ -80,8 +82,16 @@ const _: () = assert!(std::mem::align_of::<LockMap>() >= 4);
 /// In [`LockMap`]'s `label_meta`: the lock has instance-order pairs to forget when it is
 /// freed. A bit that `held::slot::name_meta` never sets (it uses bit 3 and bits 32 and up).
 const PAIRED: u64 = 1 << 31;
-const _: () = assert!(slot::name_meta(true, "x") & PAIRED == 0);
-const _: () = assert!(slot::name_meta(true, "abcd") & PAIRED == 0);
+/// In `label_meta`, with [`PAIRED`]: bits 3 to 29 of the address the map had when its pairs
+/// were recorded (with its tag, their `instances::hint`), so that a map dropped after a move
+/// finds them. Bits 4 to 30, which `name_meta` leaves 0 too.
+const PAIRED_AT_SHIFT: u32 = 4;
+const PAIRED_AT: u64 = ((1 << HINT_ADDRESS_BITS) - 1) << PAIRED_AT_SHIFT;
+/// The bits of `label_meta` that are the map's alone, never a held entry's.
+const MAP_ONLY: u64 = PAIRED | PAIRED_AT;
+const _: () = assert!(PAIRED_AT & PAIRED == 0 && PAIRED_AT & slot::tag_bits(u16::MAX) == 0);
+const _: () = assert!(slot::name_meta(true, "x") & MAP_ONLY == 0);
+const _: () = assert!(slot::name_meta(true, "abcd") & MAP_ONLY == 0);
 
 impl std::fmt::Debug for LockMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -217,7 +227,7 @@ impl LockMap {
     /// call any non-empty label a name, which would make an unnamed map's kind its name).
     fn keep_named(&mut self, named: bool) {
         // The pair tag and the paired mark stay: the lock's pairs are still under them.
-        let kept = *self.label_meta.get_mut() & (PAIRED | slot::tag_bits(u16::MAX));
+        let kept = *self.label_meta.get_mut() & (MAP_ONLY | slot::tag_bits(u16::MAX));
         *self.label_meta.get_mut() = slot::name_meta(named, self.name()) | kept;
     }
 
@@ -258,8 +268,8 @@ impl LockMap {
     pub(crate) fn name_meta(&self) -> u64 {
         // Relaxed: the name's bits never change while the map is shared (only through
         // `&mut`); the pair tag is set once, before the map's class is first cached (see
-        // `set_cached`); PAIRED, which changes, is masked off.
-        self.label_meta.load(Ordering::Relaxed) & !PAIRED
+        // `set_cached`); the map's own bits (`MAP_ONLY`), which change, are masked off.
+        self.label_meta.load(Ordering::Relaxed) & !MAP_ONLY
     }
 
     /// The map's pair tag: 0 until its first acquisition, then a number that stays with the
@@ -274,9 +284,11 @@ impl LockMap {
     /// collection, `mem::swap`), and its pairs stay under the address it had, since nothing
     /// runs at a move; the tag, drawn anew for each map at its first acquisition, keeps the
     /// map that later sits at that address (or the moved lock itself, at another one) from
-    /// inheriting them. Two maps at one address share a key only if their 16-bit tags agree:
-    /// a stale pair then needs its other end's tags to agree too before it can make a false
-    /// cycle. A moved lock starts its instance order afresh at its new address.
+    /// inheriting them, and the map keeps the key's [`hint`] to forget them (see
+    /// [`mark_paired`](Self::mark_paired)): pairs under an old address live only as long as
+    /// the moved map does before it is dropped or paired again. A map that sits at such an
+    /// address meanwhile shares their key only if the 16-bit tags agree (1 in 65,535 per
+    /// such pair).
     #[inline]
     pub(crate) fn pair_key(&self) -> usize {
         crate::held::pair_key(self.instance(), self.tag())
@@ -342,9 +354,9 @@ impl LockMap {
         thread::check_freed_elsewhere(lo, lo + std::mem::size_of::<LockMap>());
         self.cache.clear();
         let meta = self.label_meta.get_mut();
-        if std::mem::replace(meta, *meta & !PAIRED) & PAIRED != 0 {
-            let key = self.pair_key();
-            graph_lock().graph.forget_instance(key);
+        let was = std::mem::replace(meta, *meta & !MAP_ONLY);
+        if let Some(hint) = paired_hint(was) {
+            graph_lock().graph.forget_hinted(hint);
         }
     }
 
@@ -371,11 +383,37 @@ impl LockMap {
         self.cache.set(subclass, id);
     }
 
-    /// Notes that an instance pair of this lock was recorded: dropping it must forget them.
+    /// Notes that an instance pair of this lock was recorded at the address it has now:
+    /// dropping it must forget them, wherever it is then. If its pairs were recorded at
+    /// another address (it moved since), those are forgotten first: a moved lock starts its
+    /// instance order afresh. Called with the map in hand (an acquisition or a release), so
+    /// the lock is not held elsewhere in a way that could move it meanwhile.
     pub(crate) fn mark_paired(&self) {
-        // Relaxed: read only by `Drop` and `reinit`, which have `&mut self` and so follow
-        // every use of the map.
-        self.label_meta.fetch_or(PAIRED, Ordering::Relaxed);
+        let here = ((self.instance() >> 3) as u64) << PAIRED_AT_SHIFT & PAIRED_AT;
+        // Relaxed (the loads and the compare-exchange): read only by `Drop` and `reinit`,
+        // which have `&mut self` and so follow every use of the map, and by this function,
+        // whose compare-exchange keeps a racing marking of the same address (two readers
+        // releasing at once) from losing the bit.
+        let mut meta = self.label_meta.load(Ordering::Relaxed);
+        loop {
+            if meta & PAIRED != 0 && meta & PAIRED_AT == here {
+                return;
+            }
+            if let Some(old) = paired_hint(meta) {
+                // Moved since: its old pairs stay under its old instance key otherwise.
+                graph_lock().graph.forget_hinted(old);
+            }
+            let marked = (meta & !PAIRED_AT) | PAIRED | here;
+            match self.label_meta.compare_exchange(
+                meta,
+                marked,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => meta = now,
+            }
+        }
     }
 }
 
@@ -386,8 +424,8 @@ impl Drop for LockMap {
             std::mem::size_of::<LockMap>(),
             None,
         );
-        let paired = *self.label_meta.get_mut() & PAIRED != 0;
-        if paired || matches!(self.key, KeyRef::Instance(_)) {
+        let paired = paired_hint(*self.label_meta.get_mut());
+        if paired.is_some() || matches!(self.key, KeyRef::Instance(_)) {
             self.leave_graph(paired);
         }
     }
@@ -398,13 +436,13 @@ impl LockMap {
     /// zapped, and a paired instance's pairs are forgotten. Out of line: most maps have none.
     #[cold]
     #[inline(never)]
-    fn leave_graph(&self, paired: bool) {
+    fn leave_graph(&self, paired: Option<u64>) {
         let mut g = graph_lock();
         if let KeyRef::Instance(_) = self.key {
             g.graph.zap_key(self.key);
         }
-        if paired {
-            g.graph.forget_instance(self.pair_key());
+        if let Some(hint) = paired {
+            g.graph.forget_hinted(hint);
         }
     }
 }
@@ -438,4 +476,15 @@ fn new_tag() -> u16 {
         0 => 1,
         t => t,
     }
+}
+
+/// The `instances::hint` of the instance key a map's pairs were recorded under, from its
+/// `label_meta` word `meta`, if it has pairs.
+fn paired_hint(meta: u64) -> Option<u64> {
+    (meta & PAIRED != 0).then(|| {
+        hint(
+            slot::tag_of(meta),
+            ((meta & PAIRED_AT) >> PAIRED_AT_SHIFT) as u32,
+        )
+    })
 }

@@ -544,15 +544,21 @@ pub fn task_release(held: &mut TaskHeld, map: &LockMap) {
         return;
     }
     let mut saved = owner.saved();
-    if saved.polling {
+    let paired = if saved.polling {
         saved.posted.push(instance);
         // The entry may carry a checked instance pair; the map learns it now (costs only a
         // check when the lock is freed).
-        map.mark_paired();
+        true
     } else if let Some(i) = saved.held.iter().rposition(|h| h.instance == instance) {
-        if saved.held.remove(i).paired {
-            map.mark_paired();
-        }
+        saved.held.remove(i).paired
+    } else {
+        false
+    };
+    // After the task's lock: marking may take the graph lock (a lock that moved since its
+    // pairs were recorded).
+    drop(saved);
+    if paired {
+        map.mark_paired();
     }
 }
 

@@ -283,6 +283,13 @@ fn reaching_the_pair_cap_is_reported_and_freed_locks_give_pairs_back() {
         .collect();
     assert_eq!(capacity.len(), 1, "reported once: {r:#?}");
     assert_eq!(r.len(), 1);
+    // The text says what stops, and what does not.
+    let text = capacity[0].to_string();
+    assert!(
+        text.contains("No new pair of two locks of one class is recorded")
+            && text.contains("class dependencies are still checked"),
+        "{text}"
+    );
     assert_eq!(lockdep::stats().instance_pairs, lockdep::MAX_INSTANCE_PAIRS);
     drop(children);
     assert_eq!(lockdep::stats().instance_pairs, 0);
@@ -624,5 +631,52 @@ fn swapped_locks_taken_in_their_own_order_again_are_silent() {
     lock(&a);
     unlock(&a);
     unlock(&b);
+    assert_reports!();
+}
+
+/// A map's pairs are forgotten when it is dropped, wherever it moved since they were recorded
+/// (a `drop(x)` or an `into_inner` moves the lock first): a loop of nested pairs that moves
+/// its locks before dropping them keeps no pair, and the pair cap is never reached.
+#[test]
+fn a_map_dropped_after_a_move_forgets_its_pairs() {
+    let _h = start();
+    let before = lockdep::stats().instance_pairs;
+    for _ in 0..1000 {
+        let (a, b) = (Box::new(account()), Box::new(account()));
+        lock(&a);
+        lock(&b);
+        unlock(&b);
+        unlock(&a);
+        assert_eq!(lockdep::stats().instance_pairs, before + 1);
+        // Out of their boxes (a move), then dropped at the new place.
+        let (a, b) = (*a, *b);
+        drop((a, b));
+        assert_eq!(lockdep::stats().instance_pairs, before);
+    }
+    assert_reports!();
+}
+
+/// A lock that moved and records pairs again at its new address forgets the ones it left at
+/// the old one: it starts its instance order afresh, and keeps only its new pairs.
+#[test]
+fn a_moved_map_paired_again_forgets_its_old_pairs() {
+    let _h = start();
+    let before = lockdep::stats().instance_pairs;
+    let (a, b) = (Box::new(account()), account());
+    lock(&b);
+    lock(&a);
+    unlock(&a);
+    unlock(&b);
+    assert_eq!(lockdep::stats().instance_pairs, before + 1);
+    let a = *a;
+    // `a` moved: `b -> a` again is a new pair, under `a`'s new address; its release marks
+    // `a` paired here and forgets the old pair.
+    lock(&b);
+    lock(&a);
+    unlock(&a);
+    unlock(&b);
+    assert_eq!(lockdep::stats().instance_pairs, before + 1);
+    drop((a, b));
+    assert_eq!(lockdep::stats().instance_pairs, before);
     assert_reports!();
 }

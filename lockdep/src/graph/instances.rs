@@ -66,8 +66,41 @@ pub(crate) struct Instances {
     classes: HashMap<u32, ClassInstances>,
     /// The classes in which each instance has a node, so a freed lock is found at once.
     of_instance: HashMap<usize, Vec<u32>>,
+    /// The instances of `of_instance` by their [`hint`]: a lock map dropped somewhere else
+    /// than where its pairs were recorded (it moved) finds their instance by it.
+    by_hint: HashMap<u64, Vec<usize>>,
     /// Recorded (pair, kind) entries, against [`MAX_INSTANCE_PAIRS`].
     pairs: usize,
+}
+
+/// Bits of an instance's address (from bit 3) that a [`hint`] keeps.
+pub(crate) const HINT_ADDRESS_BITS: u32 = 27;
+
+/// What a lock map keeps of the instance key its pairs were recorded under (see
+/// `LockMap::pair_key`): its pair tag and bits 3 to 29 of the address it had then, all that
+/// fits in the map's spare bits. Two instances share a hint only if their maps' tags agree and
+/// their addresses agree in those bits.
+pub(crate) const fn hint(tag: u16, address_bits: u32) -> u64 {
+    (tag as u64) << HINT_ADDRESS_BITS | (address_bits as u64 & ((1 << HINT_ADDRESS_BITS) - 1))
+}
+
+/// The [`hint`] of the instance key `key` (an address with the tag in its top 16 bits).
+pub(crate) const fn hint_of_key(key: usize) -> u64 {
+    hint(
+        (key >> 48) as u16,
+        ((key >> 3) & ((1 << HINT_ADDRESS_BITS) - 1)) as u32,
+    )
+}
+
+/// Takes `instance` (no longer in `of_instance`) out of `by_hint`.
+fn unhint(by_hint: &mut HashMap<u64, Vec<usize>>, instance: usize) {
+    let h = hint_of_key(instance);
+    if let Some(v) = by_hint.get_mut(&h) {
+        v.retain(|&i| i != instance);
+        if v.is_empty() {
+            by_hint.remove(&h);
+        }
+    }
 }
 
 /// [`MAX_INSTANCE_PAIRS`] entries are recorded.
@@ -112,7 +145,11 @@ impl Instances {
         for n in [from, to] {
             if !ci.nodes.contains_key(&n) {
                 ci.nodes.insert(n, Node::default());
-                self.of_instance.entry(n).or_default().push(class);
+                let classes = self.of_instance.entry(n).or_default();
+                if classes.is_empty() {
+                    self.by_hint.entry(hint_of_key(n)).or_default().push(n);
+                }
+                classes.push(class);
             }
         }
         ci.nodes
@@ -142,6 +179,7 @@ impl Instances {
         let Some(classes) = self.of_instance.remove(&instance) else {
             return;
         };
+        unhint(&mut self.by_hint, instance);
         for class in classes {
             let Some(ci) = self.classes.get_mut(&class) else {
                 continue;
@@ -185,6 +223,7 @@ impl Instances {
                         v.retain(|&c| c != class);
                         if v.is_empty() {
                             self.of_instance.remove(&n);
+                            unhint(&mut self.by_hint, n);
                         }
                     }
                 }
@@ -249,10 +288,23 @@ impl Instances {
                 v.retain(|&c| c != class);
                 if v.is_empty() {
                     self.of_instance.remove(&n);
+                    unhint(&mut self.by_hint, n);
                 }
             }
         }
         bump_pair_epoch();
+    }
+
+    /// Forgets, as [`forget`](Self::forget) does, every instance whose [`hint`] is `hint`:
+    /// normally the one instance a dropped map's pairs were recorded under, wherever the map
+    /// was dropped.
+    pub fn forget_hinted(&mut self, hint: u64) {
+        let Some(instances) = self.by_hint.get(&hint).cloned() else {
+            return;
+        };
+        for instance in instances {
+            self.forget(instance);
+        }
     }
 
     /// Forgets every pair.

@@ -356,6 +356,13 @@ impl Graph {
     pub fn forget_instance(&mut self, instance: usize) {
         self.instances.forget(instance);
     }
+
+    /// Forgets every instance pair of the instances whose hint is `hint` (see
+    /// `instances::hint`): a freed or re-initialised map's, wherever it was when its pairs
+    /// were recorded.
+    pub fn forget_hinted(&mut self, hint: u64) {
+        self.instances.forget_hinted(hint);
+    }
 }
 
 /// The class graph as the strong-path search sees it: class slots and their dependencies.

@@ -555,6 +555,12 @@ impl fmt::Display for Report {
                     "{}/{}: the limit is {limit}; the validator keeps running.",
                     thread.name, thread.id
                 )?;
+                if *what == Capacity::InstancePairs {
+                    writeln!(
+                        f,
+                        "No new pair of two locks of one class is recorded until locks with                          pairs are freed: until then an inversion between two instances of                          a class can go unreported (class dependencies are still checked).                          Pairs are kept for as long as their locks live: many live locks of                          one class nested in many orders fill it."
+                    )?;
+                }
                 if *episode > 1 {
                     writeln!(
                         f,
