@@ -46,9 +46,10 @@ use crate::thread;
 /// Size: 56 bytes on 64-bit targets: the key (24 bytes: a construction site plus a pointer to
 /// the protected type's `type_name`, or a dynamic key's address and serial), the name or kind
 /// (16: its address, and a word with its length and whether it is a name, kept as a held
-/// entry shows them, the pair tag, and one flag: whether the lock ever nested with another
-/// instance of its class, so that dropping a lock that never did costs what it did before),
-/// and the class cache (16). No padding: a lock's other fields follow it at once. `Send +
+/// entry shows them, the pair tag, and whether the lock ever nested with another instance of
+/// its class, with 27 bits of the address it had then, so that dropping a lock that never did
+/// costs what it did before and one that did finds its pairs wherever it is), and the class
+/// cache (16). No padding: a lock's other fields follow it at once. `Send +
 /// Sync`.
 pub struct LockMap {
     key: KeyRef,
@@ -58,8 +59,9 @@ pub struct LockMap {
     /// The label's share of a held entry's `meta` word (`held::slot::name_meta`): its length
     /// and whether it is a name (else a kind), made once here so that the fast path only
     /// loads it; the pair tag (`held::slot::tag_bits`, set once: see
-    /// [`pair_key`](Self::pair_key)), which held entries show too; and [`PAIRED`], in a bit
-    /// that `name_meta` leaves 0 and [`name_meta`](Self::name_meta) masks off.
+    /// [`pair_key`](Self::pair_key)), which held entries show too; and [`PAIRED`] with
+    /// [`PAIRED_AT`], the map's alone ([`MAP_ONLY`]), in bits that `name_meta` leaves 0 and
+    /// [`name_meta`](Self::name_meta) masks off.
     label_meta: AtomicU64,
     /// The class ids of subclass 0 and of the last other subclass used.
     cache: ClassCache,
@@ -464,13 +466,14 @@ fn new_tag() -> u16 {
         .try_with(|s| {
             let mut x = s.get();
             if x == 0 {
+                // Relaxed: only the value matters (a seed apart from other threads').
                 x = SEEDS.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
             }
             x = step(x);
             s.set(x);
             x
         })
-        // A thread past its locals' destruction: the shared counter alone.
+        // A thread past its locals' destruction: the shared counter alone (Relaxed, as above).
         .unwrap_or_else(|_| step(SEEDS.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)));
     match (x >> 48) as u16 {
         0 => 1,
