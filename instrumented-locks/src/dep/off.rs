@@ -51,8 +51,9 @@ impl Dep {
     pub(crate) fn acquired_try(&self, _mode: Mode, _site: Site) -> Track {
         Track
     }
+    /// Nothing to check: `is_locked` is not called (no load of the raw lock).
     #[inline(always)]
-    pub(crate) fn freed_while_locked(&self) {}
+    pub(crate) fn check_freed(&self, _is_locked: impl FnOnce() -> bool) {}
     #[inline(always)]
     pub(crate) fn contended(&self, _site: Site) {}
     #[inline(always)]

@@ -101,15 +101,28 @@ impl Dep {
         Track::held(mode, 0, None)
     }
 
-    /// The lock is destroyed while its raw lock is locked: lockdep reports the other threads
-    /// that hold it (`lockdep::check_held_lock_freed`; this thread's entries are reported by
-    /// the map's own drop).
+    /// The lock is being destroyed (dropped, or consumed by `into_inner*`): if `is_locked` says
+    /// its raw lock is still locked (a guard was forgotten, here or on another thread), lockdep
+    /// reports the other threads that hold it (`lockdep::check_held_lock_freed`; this thread's
+    /// entries are reported by the map's own drop).
+    ///
+    /// `is_locked` runs only while validation is switched on: a load of the raw lock's word
+    /// just after this thread's unlock (a locked read-modify-write of the same word) waits for
+    /// that write, about 3 ns on an Intel Xeon, where a drop costs nothing else (see
+    /// BENCHMARKS.md), so a switched-off drop does not load it.
+    #[inline]
+    pub(crate) fn check_freed(&self, is_locked: impl FnOnce() -> bool) {
+        if crate::is_enabled() && is_locked() {
+            self.freed_while_locked();
+        }
+    }
+
+    /// [`check_freed`](Self::check_freed) with the raw lock found locked. Out of line: only a
+    /// forgotten guard's lock gets here.
     #[cold]
     #[inline(never)]
-    pub(crate) fn freed_while_locked(&self) {
-        if crate::is_enabled() {
-            lockdep::check_held_lock_freed(&self.map);
-        }
+    fn freed_while_locked(&self) {
+        lockdep::check_held_lock_freed(&self.map);
     }
 
     /// The acquisition of this lock, validated and on the held stack, found the raw lock

@@ -69,9 +69,7 @@ impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     #[inline]
     pub fn into_inner_with_raw(self) -> (R, G, T) {
         let me = std::mem::ManuallyDrop::new(self);
-        if me.inner.is_locked() {
-            me.dep.freed_while_locked();
-        }
+        me.dep.check_freed(|| me.inner.is_locked());
         // SAFETY: `me` is never used or dropped again, so each field is moved out exactly
         // once (the `Drop` of the lock, which only checks, is skipped).
         let (_dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };

@@ -67,9 +67,7 @@ macro_rules! lock_surface {
             #[inline]
             pub fn into_inner(self) -> T {
                 let me = std::mem::ManuallyDrop::new(self);
-                if me.inner.is_locked() {
-                    me.dep.freed_while_locked();
-                }
+                me.dep.check_freed(|| me.inner.is_locked());
                 // `_dep` drops at the end: the map's own check of this thread's entries.
                 // SAFETY: `me` is never used or dropped again, so each field is moved out
                 // exactly once (the `Drop` of the lock, which only checks, is skipped).
@@ -79,14 +77,13 @@ macro_rules! lock_surface {
         }
 
         /// Destroying a lock whose raw lock is still locked (its guard was forgotten, here or
-        /// on another thread) is reported by lockdep for every thread that holds it; an
-        /// unlocked lock costs one load of the raw lock's state here.
+        /// on another thread) is reported by lockdep for every thread that holds it. With
+        /// validation switched on, an unlocked lock costs one load of the raw lock's state
+        /// here; switched off or without the `validate` feature, nothing.
         impl<$($P: $Bound),+, T: ?Sized> Drop for $Lock<$($P),+, T> {
             #[inline]
             fn drop(&mut self) {
-                if self.inner.is_locked() {
-                    self.dep.freed_while_locked();
-                }
+                self.dep.check_freed(|| self.inner.is_locked());
             }
         }
 
@@ -177,9 +174,7 @@ macro_rules! into_inner_with_raw {
         #[inline]
         pub fn into_inner_with_raw(self) -> (R, T) {
             let me = std::mem::ManuallyDrop::new(self);
-            if me.inner.is_locked() {
-                me.dep.freed_while_locked();
-            }
+            me.dep.check_freed(|| me.inner.is_locked());
             // SAFETY: `me` is never used or dropped again, so each field is moved out
             // exactly once (the `Drop` of the lock, which only checks, is skipped).
             let (_dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };
