@@ -194,5 +194,6 @@ pub fn reset() {
     }
     report::forget_delivered();
     report::recent::clear();
+    validate::forget_replays();
     with_state(|st| st.clear());
 }

@@ -17,4 +17,4 @@ pub(crate) mod search;
 pub(crate) mod table;
 
 pub use edges::Trace;
-pub(crate) use table::{lifetime_counts, Graph};
+pub(crate) use table::{lifetime_counts, shape, Graph};

@@ -49,6 +49,26 @@ pub(crate) fn lifetime_counts() -> (u64, u64) {
     )
 }
 
+/// Bumped (under the graph lock) whenever a dependency is recorded or one goes with a zapped
+/// class: a verdict about a chain that was reached without the graph lock (a cycle that was
+/// found before, see `validate::replays`) holds only while the shape it was found in does.
+static SHAPE: AtomicU64 = AtomicU64::new(0);
+
+/// The graph's shape epoch (see [`SHAPE`]). Lock-free.
+#[inline]
+pub(crate) fn shape() -> u64 {
+    // Acquire: pairs with the Release bump, made after the change it announces. A thread that
+    // reads the epoch a verdict was stamped with has seen no announced change since; a change
+    // whose bump it does not see yet is concurrent with its acquisition, which may be ordered
+    // before it.
+    SHAPE.load(Ordering::Acquire)
+}
+
+fn reshaped() {
+    // Release: see `shape`. Under the graph lock, so the bumps are ordered with the changes.
+    SHAPE.fetch_add(1, Ordering::Release);
+}
+
 /// A [`KeyClasses`] entry of a subclass that has no class.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -244,6 +264,7 @@ impl Graph {
             self.dependency_count += added;
             // Relaxed: a statistic (see `lifetime_counts`).
             DEPENDENCIES_RECORDED.fetch_add(added as u64, Ordering::Relaxed);
+            reshaped();
         }
         if let Some(Some(target)) = self.classes.get_mut(ti as usize) {
             target.before.insert(fi);
@@ -278,6 +299,7 @@ impl Graph {
         let Some(node) = self.classes.get_mut(index as usize).and_then(Option::take) else {
             return false;
         };
+        reshaped();
         for (to, edge) in &node.after {
             self.dependency_count -= edge.count();
             if let Some(Some(t)) = self.classes.get_mut(*to as usize) {

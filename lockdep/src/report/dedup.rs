@@ -51,16 +51,36 @@ fn lock() -> std::sync::MutexGuard<'static, Option<HashSet<u64>>> {
     SEEN.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Is `r` to be delivered (printed, or handed to the callback)? True for the first occurrence
+/// Bumped by [`clear`]: a repeat counted without its report being made again (see
+/// `report::Replay`) must have been a repeat since the last reset.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// What [`should_deliver`] decided.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Print it, or hand it to the callback.
+    Deliver,
+    /// A repeat of a report delivered since the last reset: counted, not delivered.
+    Repeat,
+    /// A capacity report whose episode was delivered before: counted, not delivered.
+    Held,
+}
+
+/// Is `r` to be delivered (printed, or handed to the callback)? Yes for the first occurrence
 /// of each distinct report, for a rate-limited capacity episode that is due, and for every
-/// occurrence when repeats are asked for; counts the rest. Thread-safe; takes a leaf lock.
-pub(crate) fn should_deliver(r: &Report) -> bool {
+/// occurrence when repeats are asked for; the rest are counted. Thread-safe; takes a leaf
+/// lock.
+pub(crate) fn should_deliver(r: &Report) -> Verdict {
     let kind = r.kind().index();
+    let mut repeat = Verdict::Repeat;
     let first = match identity(r) {
-        None => match r {
-            Report::CapacityExhausted { episode, .. } => episode::is_delivered(*episode),
-            _ => true,
-        },
+        None => {
+            repeat = Verdict::Held;
+            match r {
+                Report::CapacityExhausted { episode, .. } => episode::is_delivered(*episode),
+                _ => true,
+            }
+        }
         Some(id) => {
             let mut guard = lock();
             let seen = guard.get_or_insert_with(HashSet::new);
@@ -80,10 +100,27 @@ pub(crate) fn should_deliver(r: &Report) -> bool {
         // Relaxed: a statistic.
         DISTINCT[kind].fetch_add(1, Ordering::Relaxed);
     } else if !deliver {
-        // Relaxed: a statistic.
-        SUPPRESSED[kind].fetch_add(1, Ordering::Relaxed);
+        count_repeat(kind);
     }
-    deliver
+    if deliver {
+        Verdict::Deliver
+    } else {
+        repeat
+    }
+}
+
+/// Counts a repeat of a report of kind `kind` (its [`ReportKind::index`]) that was not
+/// delivered. Lock-free.
+pub(crate) fn count_repeat(kind: usize) {
+    // Relaxed: a statistic.
+    SUPPRESSED[kind].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The number of resets so far (see [`GENERATION`]).
+pub(crate) fn generation() -> u64 {
+    // Relaxed: a thread that must see a reset's bump is ordered after the reset by the
+    // synchronization the reset requires (no other thread validates meanwhile).
+    GENERATION.load(Ordering::Relaxed)
 }
 
 /// Forgets which reports were seen (the validator's reset): each is delivered once more.
@@ -91,6 +128,8 @@ pub(crate) fn clear() {
     if let Some(seen) = lock().as_mut() {
         seen.clear();
     }
+    // Relaxed: see `generation`.
+    GENERATION.fetch_add(1, Ordering::Relaxed);
     episode::clear();
 }
 

@@ -27,12 +27,11 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::policy::{self, Policy};
+use super::replay::{Fate, Replay};
 use super::types::Report;
 use super::{dedup, output, scope, summary, suppress};
 use crate::limits::MAX_NESTED_REPORTS;
 
-/// Every report made since the process started, repeats included.
-static MADE: AtomicU64 = AtomicU64::new(0);
 /// Reports made by handlers' lock operations that were not handed to the handler.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
@@ -72,12 +71,6 @@ enum Unwind {
     Forbidden,
 }
 
-/// The number of reports made since the process started, repeats included (never reset).
-pub(crate) fn made() -> u64 {
-    // Relaxed: a statistic.
-    MADE.load(Ordering::Relaxed)
-}
-
 /// The number of reports that handlers' lock operations made and that were not handed to the
 /// handler (more than [`MAX_NESTED_REPORTS`] in one delivery).
 pub(crate) fn dropped() -> u64 {
@@ -88,37 +81,41 @@ pub(crate) fn dropped() -> u64 {
 /// Delivers a batch of reports according to the policy; may panic (see the module docs). Must
 /// be called with no validator lock held and no borrow of the thread state.
 pub(crate) fn deliver(reports: Vec<Report>) {
-    deliver_batch(reports, Unwind::Allowed);
+    let _ = deliver_batch(reports, Unwind::Allowed);
 }
 
 /// Delivers one report from a context that cannot unwind (a thread-local destructor).
 pub(crate) fn deliver_no_unwind(r: Report) {
-    deliver_batch(vec![r], Unwind::Forbidden);
+    let _ = deliver_batch(vec![r], Unwind::Forbidden);
 }
 
 /// Records `r` in the test scope and decides whether it is delivered; `None` if a declared
-/// suppression matched it (it was counted there and goes no further).
-fn classify(report: Report) -> Option<Pending> {
-    // Relaxed: a statistic.
-    MADE.fetch_add(1, Ordering::Relaxed);
-    if suppress::suppressed(&report) {
+/// suppression matched it (it was counted there and goes no further). Also what happened to
+/// it, if a [`Replay`] can count it again: `None` for a report delivered, recorded in a test
+/// scope, or rate limited as a capacity episode.
+fn classify(report: Report) -> (Option<Pending>, Option<Fate>) {
+    summary::count_made(1);
+    let kind = report.kind().index();
+    if let Some(places) = suppress::suppressed(&report) {
         summary::print_at_exit();
-        return None;
+        return (None, Some(Fate::Suppressed(places)));
     }
     let in_scope = scope::record(&report);
-    let deliver = dedup::should_deliver(&report);
+    let verdict = dedup::should_deliver(&report);
+    let deliver = verdict == dedup::Verdict::Deliver;
     if deliver {
         super::recent::keep(&report);
-    }
-    if !deliver {
+    } else {
         summary::print_at_exit();
     }
-    Some(Pending {
+    let fate = (verdict == dedup::Verdict::Repeat && !in_scope).then_some(Fate::Repeat(kind));
+    let pending = Pending {
         report,
         deliver,
         in_scope,
         printed: false,
-    })
+    };
+    (Some(pending), fate)
 }
 
 /// Clears this thread's "delivering" mark when the outermost delivery ends, also by a panic.
@@ -137,24 +134,41 @@ impl Drop for Active {
     }
 }
 
-fn deliver_batch(reports: Vec<Report>, unwind: Unwind) {
+/// [`deliver`], and what the batch came to if it can be counted again without being made
+/// again ([`Replay`]): every report of it a repeat or suppressed, none delivered, none in a
+/// test scope, the policy not `Policy::Panic`, and not inside a handler.
+pub(crate) fn deliver_replayable(reports: Vec<Report>) -> Option<Replay> {
+    let stamp = Replay::stamp();
+    deliver_batch(reports, Unwind::Allowed).map(|fates| Replay::new(fates, stamp))
+}
+
+fn deliver_batch(reports: Vec<Report>, unwind: Unwind) -> Option<Vec<Fate>> {
     let unwind = if std::thread::panicking() {
         Unwind::Forbidden
     } else {
         unwind
     };
+    let mut fates = Some(Vec::with_capacity(reports.len()));
+    let mut classified = |r| {
+        let (pending, fate) = classify(r);
+        match (&mut fates, fate) {
+            (Some(all), Some(f)) => all.push(f),
+            _ => fates = None,
+        }
+        pending
+    };
     // Ok(true): the outermost delivery; Ok(false): inside one; Err: the thread-local is gone
     // (thread exit), where no handler can be running above us.
     let outermost = DELIVERY.try_with(|d| !d.active.replace(true));
     if outermost == Ok(false) {
-        for p in reports.into_iter().filter_map(classify) {
+        for p in reports.into_iter().filter_map(&mut classified) {
             queue(p);
         }
-        return;
+        return None;
     }
     let active = Active(outermost.is_ok());
     let mut outcome = Outcome::default();
-    for p in reports.into_iter().filter_map(classify) {
+    for p in reports.into_iter().filter_map(&mut classified) {
         act(p, unwind, &mut outcome);
     }
     let mut handed = 0;
@@ -184,7 +198,9 @@ fn deliver_batch(reports: Vec<Report>, unwind: Unwind) {
         act(p, unwind, &mut outcome);
     }
     drop(active);
+    let replayable = outcome.panics.is_empty() && !policy::panics();
     outcome.finish();
+    fates.filter(|f| replayable && !f.is_empty() && outermost.is_ok())
 }
 
 /// A report made inside a handler: printed now if it is to be delivered, queued for the

@@ -2,9 +2,9 @@
 //! from the validator's state ([`build`]), and where they go: [`delivery`] takes each one
 //! through the declared suppressions ([`suppress`](mod@suppress)), the test scope ([`scope`]),
 //! deduplication ([`dedup`], with capacity [`episode`]s rate limited) and the policy
-//! ([`policy`]), and writes to standard error with [`output`]; [`summary`](mod@summary) counts what
-//! deduplication and suppressions kept back, and [`exit_line`] tells the report file what a
-//! process validated.
+//! ([`policy`]), and writes to standard error with [`output`]; [`summary`](mod@summary) counts
+//! what deduplication and suppressions kept back, [`replay`] counts a batch of repeats again
+//! without making it again, and [`exit_line`] tells the report file what a process validated.
 //!
 //! A report is built while the validator holds what it reads and delivered after it has let
 //! go of everything, before the lock operation that caused it takes effect.
@@ -18,6 +18,7 @@ mod exit_line;
 mod output;
 mod policy;
 pub(crate) mod recent;
+mod replay;
 mod scope;
 mod summary;
 mod suppress;
@@ -25,12 +26,14 @@ mod text;
 mod types;
 
 pub(crate) use dedup::clear as forget_delivered;
-pub(crate) use delivery::{deliver, deliver_no_unwind, dropped, made};
+pub(crate) use delivery::{deliver, deliver_no_unwind, deliver_replayable, dropped};
 pub(crate) use exit_line::arm as arm_exit_line;
 pub(crate) use output::write_stderr;
 pub use output::REPORT_FILE_ENV;
 pub use policy::{set_policy, Handler, Policy};
+pub(crate) use replay::Replay;
 pub use scope::{test_scope, EnteredScope, ScopeHandle, TestScope};
+pub(crate) use summary::made;
 pub use summary::{print_summary, summary, Summary};
 pub(crate) use suppress::{
     hits_by_id as suppression_hits_by_id, register_key as register_key_suppressions,

@@ -7,6 +7,7 @@
 //! itself off after a report, unlike the kernel's `debug_locks_off()`.
 
 use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::types::Report;
@@ -59,6 +60,9 @@ impl std::fmt::Debug for Policy {
 /// works on a clone), and a poisoned policy must never stop reports.
 static POLICY: RwLock<Policy> = RwLock::new(Policy::Stderr);
 
+/// Whether [`POLICY`] is `Policy::Panic`, readable without its lock (see [`panics`]).
+static PANICS: AtomicBool = AtomicBool::new(false);
+
 static FORK: Participant = Participant {
     prepare: fork_prepare,
     child: fork::nothing,
@@ -73,7 +77,18 @@ fn fork_prepare() -> Box<dyn Any> {
 pub fn set_policy(policy: Policy) -> Policy {
     fork::join(Rank::Policy, &FORK);
     let mut current = POLICY.write().unwrap_or_else(PoisonError::into_inner);
+    // Relaxed: a shortcut for the replay of a repeat (see `panics`); stored under the write
+    // lock, so two racing calls leave it matching the policy that stays.
+    PANICS.store(matches!(policy, Policy::Panic), Ordering::Relaxed);
     std::mem::replace(&mut *current, policy)
+}
+
+/// Whether the policy is `Policy::Panic`, without its lock: a repeat counted without being
+/// made again (see `report::Replay`) is only valid where no occurrence panics.
+pub(crate) fn panics() -> bool {
+    // Relaxed: see `set_policy`. A policy set concurrently with an acquisition applies to
+    // the reports made after the call returns, which this load sees when they are ordered.
+    PANICS.load(Ordering::Relaxed)
 }
 
 /// A copy of the policy in force (the lock is held only to clone it).

@@ -54,6 +54,11 @@ fn leave(previous: u64) {
     let _ = CURRENT.try_with(|c| c.set(previous));
 }
 
+/// Whether this thread is in a test scope (where every report panics it). No lock.
+pub(crate) fn in_scope() -> bool {
+    CURRENT.try_with(Cell::get).unwrap_or(0) != 0
+}
+
 /// Records `r` in the scope this thread is in; false if it is in none. Thread-safe; takes a
 /// leaf lock only when the thread is in a scope.
 pub(crate) fn record(r: &Report) -> bool {

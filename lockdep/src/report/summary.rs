@@ -2,10 +2,25 @@
 //! request and, when repeats were suppressed or suppressions matched, at process exit.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::types::ReportKind;
 use super::{at_exit, dedup, output, suppress};
+
+/// Every report made since the process started, repeats included.
+static MADE: AtomicU64 = AtomicU64::new(0);
+
+/// The number of reports made since the process started, repeats included (never reset).
+pub(crate) fn made() -> u64 {
+    // Relaxed: a statistic.
+    MADE.load(Ordering::Relaxed)
+}
+
+/// Counts `n` reports made (see [`made`]).
+pub(super) fn count_made(n: u64) {
+    // Relaxed: a statistic.
+    MADE.fetch_add(n, Ordering::Relaxed);
+}
 
 /// How many reports were delivered and how many repeats were not, from [`summary`].
 #[non_exhaustive]

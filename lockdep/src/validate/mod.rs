@@ -10,7 +10,7 @@
 //! - [`pairs`]: the rest of a chain-cache lookup, and the instance pairs of a class nested in
 //!   itself, from the thread's caches;
 //! - [`slow`]: the validation under the graph lock, and the release paths that the fast pop
-//!   left;
+//!   left; [`replays`]: a chain found invalid before, counted again without it;
 //! - [`new_chain`]: what a new chain is checked for, `check_deadlock` (with the
 //!   instance-order pairs of a class nested in itself) and then `check_prevs_add` with the
 //!   strong-path search for each new dependency.
@@ -29,10 +29,12 @@ use crate::thread::{self, with_state};
 
 mod new_chain;
 mod pairs;
+mod replays;
 mod slow;
 
 pub(crate) use new_chain::{cycles_found, depend_on_held};
 use pairs::{cached_elsewhere, pairs_checked, run_of, Acquiring};
+pub(crate) use replays::clear as forget_replays;
 use slow::acquire_slow;
 pub(crate) use slow::{release_general_counted, release_slow};
 

@@ -62,6 +62,12 @@ pub(crate) fn cycles_found() -> u64 {
     CYCLES_FOUND.load(Ordering::Relaxed)
 }
 
+/// Counts `n` attempts to close a cycle that were not searched again (see `replays`).
+pub(super) fn count_cycles(n: usize) {
+    // Relaxed: a statistic.
+    CYCLES_FOUND.fetch_add(n as u64, Ordering::Relaxed);
+}
+
 /// The current stack, captured at most once per validation, and only if a dependency is new
 /// (or a cycle is reported) and capture is on.
 struct LazyTrace(OnceCell<Option<Trace>>);

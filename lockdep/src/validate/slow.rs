@@ -10,12 +10,13 @@ use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::nesting;
 use crate::pair_cache;
-use crate::report::{self, build, episode, Capacity};
+use crate::report::{self, build, episode, Capacity, Report};
 use crate::settings;
 use crate::thread::{self, with_state, Release};
 
-use super::new_chain::{validate_chain, Verdict};
+use super::new_chain::{self, validate_chain, Verdict};
 use super::pairs::{may_hold_instance, pairs_checked, run_of, Acquiring};
+use super::replays;
 use super::Site;
 
 /// Validates and pushes what the general path could not. `held` is the graph-lock section
@@ -31,6 +32,10 @@ pub(super) fn acquire_slow(
     // Whether the validation ran and was stopped by a report (or a dying class): then the
     // entry's dependencies were not all recorded, and its slot says so to later walks.
     let mut unrecorded = false;
+    // A chain found invalid before, counted again instead of validated (see `replays`).
+    let mut replayed = None;
+    // What to keep if the delivery comes to a replay: (chain key, sites, graph shape).
+    let mut keep = None;
     let reports = with_state(|st| {
         let mut reports = Vec::new();
         if entry.nest_lock != 0 && st.find(entry.nest_lock).is_none() {
@@ -70,11 +75,34 @@ pub(super) fn acquire_slow(
             }
             _ => {}
         }
+        // A chain of the kind `replays` keeps: no class nested in itself, no nest lock, no
+        // report yet, the chain cache on.
+        let sites =
+            (!nested && entry.nest_lock == 0 && reports.is_empty() && settings::chain_cache())
+                .then(|| replays::sites_of(st.entries().iter().map(|h| h.site), &entry));
+        if let Some(sites) = sites {
+            if let Some(r) = replays::find(key, sites) {
+                replayed = Some(r);
+                unrecorded = true;
+                return reports;
+            }
+        }
         let mut g = held.take().unwrap_or_else(graph_lock);
         let epoch = nesting::pair_epoch();
+        let shape = crate::graph::shape();
         let mut checked = Vec::new();
         let verdict = validate_chain(&mut g, st, &entry, scan, &mut reports, &mut checked);
         unrecorded = verdict == Verdict::Invalid;
+        if let Some(sites) = sites {
+            // Only cycles: their reports are about what the key, the sites and the shape
+            // cover (see `replays`).
+            let cycles_only = reports
+                .iter()
+                .all(|r| matches!(r, Report::CircularDependency(_)));
+            if unrecorded && checked.is_empty() && cycles_only && !reports.is_empty() {
+                keep = Some((key, sites, shape));
+            }
+        }
         // The mark: a hit on this chain must look at the held instances (see `chain::Hit`).
         let marked = nested || may_hold_instance(&g, st, &entry);
         if verdict == Verdict::Valid {
@@ -112,10 +140,22 @@ pub(super) fn acquire_slow(
     let Some(reports) = reports else {
         return;
     };
-    // May panic (Policy::Panic): then the lock is not pushed, and the caller never blocks on
-    // the real lock, so the held stack stays exact. The stack may have changed meanwhile (a
-    // handler that takes locks), so the entry's chain key is computed afresh.
-    report::deliver(reports);
+    if let Some(r) = replayed {
+        r.count();
+        new_chain::count_cycles(r.len());
+    } else if let Some((key, sites, shape)) = keep {
+        // The cycles were counted when they were found.
+        let cycles = reports.len();
+        if let Some(r) = report::deliver_replayable(reports) {
+            debug_assert_eq!(r.len(), cycles);
+            replays::keep(key, sites, shape, r);
+        }
+    } else {
+        // May panic (Policy::Panic): then the lock is not pushed, and the caller never blocks
+        // on the real lock, so the held stack stays exact. The stack may have changed
+        // meanwhile (a handler that takes locks), so the entry's chain key is computed afresh.
+        report::deliver(reports);
+    }
     with_state(|st| {
         let next = st.next(entry);
         st.push(next);

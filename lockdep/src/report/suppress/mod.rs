@@ -79,9 +79,11 @@ pub fn stale_suppressions() -> Vec<SuppressionInfo> {
     suppressions().into_iter().filter(|s| s.hits == 0).collect()
 }
 
-/// Whether a declared suppression matches `r` (counted if so). Reads the file named by
-/// [`SUPPRESSIONS_ENV`] first, once.
-pub(crate) fn suppressed(r: &Report) -> bool {
+/// The declared suppressions that match `r` (each counted), by their place in declaration
+/// order; `None` if none does. Reads the file named by [`SUPPRESSIONS_ENV`] first, once.
+pub(crate) fn suppressed(r: &Report) -> Option<Box<[u32]>> {
     load::env_once();
     registry::matched(r)
 }
+
+pub(crate) use registry::{count_again as count_suppressed_again, declared};

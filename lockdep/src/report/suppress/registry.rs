@@ -101,29 +101,50 @@ impl Registry {
 
 /// Whether a declared suppression matches `r`; counts a hit on every suppression that does
 /// (and one report in the total). Thread-safe; takes the leaf lock only if there are
-/// suppressions and `r` is of a kind they can match.
-pub(crate) fn matched(r: &Report) -> bool {
+/// suppressions and `r` is of a kind they can match. Returns the places (in declaration
+/// order) of the suppressions that matched, `None` if none did.
+pub(crate) fn matched(r: &Report) -> Option<Box<[u32]>> {
     // Relaxed: see `Registry::add`.
     if COUNT.load(Ordering::Relaxed) == 0 {
-        return false;
+        return None;
     }
-    let Some(subject) = subject::of(r) else {
-        return false;
-    };
+    let subject = subject::of(r)?;
     let mut reg = lock();
-    let mut hit = false;
-    for e in reg.entries.iter_mut() {
+    let mut hits = Vec::new();
+    for (i, e) in reg.entries.iter_mut().enumerate() {
         if subject::matches(&e.rule, &subject) {
             e.hits += 1;
-            hit = true;
+            hits.push(i as u32);
         }
     }
     drop(reg);
-    if hit {
-        // Relaxed: a statistic.
-        HITS.fetch_add(1, Ordering::Relaxed);
+    if hits.is_empty() {
+        return None;
     }
-    hit
+    // Relaxed: a statistic.
+    HITS.fetch_add(1, Ordering::Relaxed);
+    Some(hits.into_boxed_slice())
+}
+
+/// Counts one more report matched by the suppressions at `places` (what [`matched`] returned
+/// for an equal report), without matching it again. Thread-safe; takes the leaf lock.
+pub(crate) fn count_again(places: &[u32]) {
+    let mut reg = lock();
+    for &i in places {
+        if let Some(e) = reg.entries.get_mut(i as usize) {
+            e.hits += 1;
+        }
+    }
+    drop(reg);
+    // Relaxed: a statistic.
+    HITS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The number of suppressions declared so far (none is ever taken back): a report matched
+/// against the list of some length matches the same ones while the length stays. Lock-free.
+pub(crate) fn declared() -> usize {
+    // Relaxed: see `Registry::add`.
+    COUNT.load(Ordering::Relaxed)
 }
 
 /// Every suppression, in declaration order, with its hits.
