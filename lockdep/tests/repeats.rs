@@ -11,7 +11,9 @@ mod common;
 use std::panic::{catch_unwind, Location};
 
 use common::*;
-use lockdep::{ClassRef, DynamicKey, LockMap, Policy, Report, ReportKind, Suppression};
+use lockdep::{
+    ClassRef, DynamicKey, LockMap, Mode, Policy, Report, ReportKind, Suppression, TaskContext,
+};
 
 /// `b` then `a`, released last first, `n` times, at one pair of sites.
 fn inverted(a: &LockMap, b: &LockMap, n: usize) {
@@ -21,6 +23,17 @@ fn inverted(a: &LockMap, b: &LockMap, n: usize) {
         unlock(a);
         unlock(b);
     }
+}
+
+type Site = &'static Location<'static>;
+
+#[track_caller]
+fn here() -> Site {
+    Location::caller()
+}
+
+fn lock_at(m: &LockMap, subclass: u8, site: Site) {
+    lockdep::acquire(m, subclass, Mode::Exclusive, false, None, site);
 }
 
 /// `b` then `a` with guards (released on an unwind too), `n` times, at one pair of sites.
@@ -372,4 +385,101 @@ fn more_reported_orders_than_a_thread_keeps_are_each_counted() {
     }
     assert_reports!();
     assert_eq!(since(before), repeats(240));
+}
+
+/// A chain kept for two instances of one key (K/0 held, K/1 taken) and the same chain on one
+/// instance, taken again under subclass 1 at the same sites: the chain keys and the sites are
+/// equal, but the second is recursive locking of one lock, a report of its own.
+#[test]
+fn the_same_instance_under_another_subclass_is_reported_after_repeats_of_two() {
+    let _h = start();
+    let (m1, m2) = {
+        let ms: Vec<&'static LockMap> = (0..2).map(|_| new_lock("K")).collect();
+        (ms[0], ms[1])
+    };
+    let (s1, s2, s3) = (here(), here(), here());
+    lock_at(m2, 1, s3);
+    lock_at(m1, 0, s3);
+    unlock(m1);
+    unlock(m2);
+    for _ in 0..4 {
+        lock_at(m1, 0, s1);
+        lock_at(m2, 1, s2);
+        unlock(m2);
+        unlock(m1);
+    }
+    assert_one_cycle(&["K", "K/1"]);
+    lock_at(m1, 0, s1);
+    lock_at(m1, 1, s2);
+    assert_reports!(Report::RecursiveLocking(_));
+    unlock(m1);
+    unlock(m1);
+    assert_eq!(lockdep::held_count(), 0);
+}
+
+/// W, X, then L and B, X held over W without `W -> X` recorded (its subclass changed while
+/// held, as a task's spliced async lock is held over the thread's): outside a poll the walk of
+/// the held locks stops at X, in a poll it goes on to W. A chain kept outside a poll is not
+/// used in one, nor the other way round.
+fn w_x_l_b(w: &LockMap, x: &LockMap, l: &LockMap, b: &LockMap, sites: [Site; 4]) {
+    lock_at(w, 0, sites[0]);
+    lock_at(x, 0, sites[1]);
+    lockdep::set_held_subclass(x, 1);
+    lock_at(l, 0, sites[2]);
+    lock_at(b, 0, sites[3]);
+    unlock(b);
+    unlock(l);
+    unlock(x);
+    unlock(w);
+}
+
+#[test]
+fn a_poll_walks_further_than_a_repeat_kept_outside_it() {
+    let _h = start();
+    let (w, x, l, b) = (new_lock("W"), new_lock("X"), new_lock("L"), new_lock("B"));
+    pair(b, w);
+    pair(b, l);
+    pair(w, l);
+    let sites = [here(), here(), here(), here()];
+    for _ in 0..4 {
+        w_x_l_b(w, x, l, b, sites);
+    }
+    assert_one_cycle(&["B", "L"]);
+    let ctx = TaskContext::new();
+    let before = counts();
+    for _ in 0..3 {
+        let poll = ctx.enter();
+        w_x_l_b(w, x, l, b, sites);
+        poll.exit(false);
+    }
+    assert_one_cycle(&["B", "W"]);
+    let c = since(before);
+    assert_eq!((c.reports, c.distinct, c.cycles_found), (6, 1, 6), "{c:?}");
+}
+
+#[test]
+fn outside_a_poll_a_repeat_kept_in_one_counts_its_own_cycles() {
+    let _h = start();
+    let (w, x, l, b) = (new_lock("W"), new_lock("X"), new_lock("L"), new_lock("B"));
+    pair(b, w);
+    pair(b, l);
+    pair(w, l);
+    let sites = [here(), here(), here(), here()];
+    let ctx = TaskContext::new();
+    for _ in 0..4 {
+        let poll = ctx.enter();
+        w_x_l_b(w, x, l, b, sites);
+        poll.exit(false);
+    }
+    assert_eq!(count_cycles(&take()), 2);
+    let before = counts();
+    for _ in 0..3 {
+        w_x_l_b(w, x, l, b, sites);
+    }
+    assert_reports!();
+    assert_eq!(
+        since(before),
+        repeats(3),
+        "one cycle an occurrence outside a poll"
+    );
 }

@@ -13,9 +13,10 @@
 //! searched in ([`graph::shape`](crate::graph::shape)) and the replay is current, is counted
 //! and pushed, marked as not recorded as the validation would have left it.
 //!
-//! Only chains that nest no class in itself and take no nest lock are kept, and only batches
-//! of cycle reports: their reports are about classes, modes and sites alone, which the key
-//! and the stamps cover. A thread keeps at most [`KEPT`] of them, the oldest going first.
+//! Only chains that nest no class in itself, take no nest lock and hold no entry of the lock's
+//! own instance are kept, and only batches of cycle reports: their reports are about classes,
+//! modes and sites alone, and the walk that finds them about whether a task is being polled,
+//! which the key and the stamps cover. A thread keeps at most [`KEPT`] of them, the oldest going first.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -42,11 +43,12 @@ thread_local! {
     static KEPT_CHAINS: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A hash of the acquisition sites of the held locks, `held`, and of the lock taken, `next`
-/// (their addresses, each folded in with a multiply, and the sum mixed with MurmurHash3's
-/// 64-bit finalizer).
+/// A hash of the acquisition sites of the held locks, `held`, and of the lock taken, `next`,
+/// and of whether a task is being polled (the walk of the held locks goes further in a poll,
+/// see `check_prevs_add`): their addresses, each folded in with a multiply, and the sum mixed
+/// with MurmurHash3's 64-bit finalizer.
 pub(super) fn sites_of(held: impl Iterator<Item = Site>, next: &HeldLock) -> u64 {
-    let mut h: u64 = 0;
+    let mut h: u64 = u64::from(crate::current_task::get().is_some());
     for site in held.chain([next.site]) {
         let a = std::ptr::from_ref(site).addr() as u64;
         h = (h.rotate_left(23) ^ a).wrapping_mul(0x9e37_79b9_7f4a_7c15);

@@ -76,10 +76,14 @@ pub(super) fn acquire_slow(
             _ => {}
         }
         // A chain of the kind `replays` keeps: no class nested in itself, no nest lock, no
-        // report yet, the chain cache on.
-        let sites =
-            (!nested && entry.nest_lock == 0 && reports.is_empty() && settings::chain_cache())
-                .then(|| replays::sites_of(st.entries().iter().map(|h| h.site), &entry));
+        // report yet, the chain cache on, and the lock's own instance not held (under another
+        // class: recursive locking, which the chain key cannot tell).
+        let sites = (!nested
+            && entry.nest_lock == 0
+            && reports.is_empty()
+            && settings::chain_cache()
+            && !st.entries().iter().any(|h| h.instance == entry.instance))
+        .then(|| replays::sites_of(st.entries().iter().map(|h| h.site), &entry));
         if let Some(sites) = sites {
             if let Some(r) = replays::find(key, sites) {
                 replayed = Some(r);
