@@ -60,6 +60,13 @@
 //!   repeats suppressed"; [`print_summary`] prints it on request).
 //!   [`set_report_repeats`]`(true)` delivers every occurrence. Deduplication is about output:
 //!   [`Policy::Panic`] and a [`test_scope`] panic at every occurrence.
+//! - **A repeat costs little**: a thread that takes a reported order again and again (a
+//!   true positive not fixed yet, or a suppressed one) validates it twice; from then on it
+//!   counts each occurrence exactly as the validation would, without the graph lock, while
+//!   nothing the verdict depends on changed (a dependency recorded or zapped anywhere, a
+//!   suppression declared, a reset, the policy, a test scope, the repeats switch). Measured on
+//!   an Intel Xeon: 0.11 µs an occurrence where the whole validation took 0.75 µs (1.9 µs with
+//!   two threads queueing on the graph lock, 0.33 µs now).
 //! - **Visible under `cargo test`**: [`Policy::Stderr`] writes to the standard-error
 //!   descriptor directly, one write per report, so the test harness (which captures
 //!   `eprintln!`) does not hide reports of passing tests, and two reports never interleave.

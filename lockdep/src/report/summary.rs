@@ -115,8 +115,9 @@ static AT_EXIT: AtomicBool = AtomicBool::new(false);
 /// Arranges, once, for the summary to be printed at process exit (called when a repeat is
 /// first suppressed, and when a suppression first matches).
 pub(crate) fn print_at_exit() {
-    // Relaxed: only whether this caller is the first matters.
-    if !AT_EXIT.swap(true, Ordering::Relaxed) {
+    // Relaxed (both): only whether this caller is the first matters. The load first: every
+    // repeat comes here, and a swap would write the shared line each time.
+    if !AT_EXIT.load(Ordering::Relaxed) && !AT_EXIT.swap(true, Ordering::Relaxed) {
         at_exit::run_at_exit(print_if_anything_was_held_back);
     }
 }
