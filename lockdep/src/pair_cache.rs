@@ -63,6 +63,21 @@ pub(crate) fn fingerprint(fp: u64, instance: usize) -> u64 {
     fp.wrapping_add(x ^ (x >> 29))
 }
 
+/// A 64-bit hash of `words`: each folded in with a multiply, the sum mixed with MurmurHash3's
+/// 64-bit finalizer. For keys that are compared whole (a kept scan's tag, a kept chain's
+/// sites), where SipHash cost more than the lookups it keyed.
+pub(crate) fn hash_words(words: impl IntoIterator<Item = u64>) -> u64 {
+    let mut h = 0u64;
+    for w in words {
+        h = (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ h >> 33
+}
+
 /// A thread's checked instance pairs.
 pub(crate) struct PairCache {
     /// The pair epoch the entries were checked under.

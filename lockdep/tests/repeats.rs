@@ -483,3 +483,55 @@ fn outside_a_poll_a_repeat_kept_in_one_counts_its_own_cycles() {
         "one cycle an occurrence outside a poll"
     );
 }
+
+/// Accounts of one class (`n` of them, made at one site).
+fn accounts(n: usize) -> Vec<&'static LockMap> {
+    (0..n).map(|_| new_lock("acct")).collect()
+}
+
+/// Two instances of one class taken against the order of their pair (instance order):
+/// counted as exactly as a cycle of classes, and another pair's inversion is its own report.
+#[test]
+fn an_instance_order_inversion_taken_again_is_counted_and_another_pair_reported() {
+    let _h = start();
+    let acct = accounts(3);
+    let (a, b, c) = (acct[0], acct[1], acct[2]);
+    pair(a, b);
+    pair(a, c);
+    assert_reports!();
+    let before = counts();
+    inverted(a, b, 1_000);
+    assert_one_cycle(&["acct", "acct"]);
+    assert_eq!(
+        since(before),
+        Counts {
+            reports: 1_000,
+            distinct: 1,
+            repeats: 999,
+            cycle_repeats: 999,
+            cycles_found: 1_000,
+            suppression_hits: 0,
+        }
+    );
+    // The same classes and sites, other instances: the chain key and the sites are the same,
+    // the instances are not.
+    inverted(a, c, 3);
+    assert_one_cycle(&["acct", "acct"]);
+    assert_eq!(lockdep::held_count(), 0);
+}
+
+/// The nesting rule is part of the verdict: under the kernel's strict rule the same nesting
+/// is a missing annotation, reported as soon as the rule changes.
+#[test]
+fn a_repeat_kept_under_instance_order_is_validated_again_under_the_strict_rule() {
+    let _h = start();
+    let acct = accounts(2);
+    let (a, b) = (acct[0], acct[1]);
+    pair(a, b);
+    inverted(a, b, 4);
+    assert_one_cycle(&["acct", "acct"]);
+    lockdep::set_nesting(lockdep::Nesting::Strict);
+    inverted(a, b, 2);
+    lockdep::set_nesting(lockdep::Nesting::InstanceOrder);
+    assert_reports!(Report::MissingNestingAnnotation(_));
+}

@@ -12,6 +12,7 @@ use hashbrown::{HashMap, HashSet};
 
 use super::edges::{Edge, EdgeSites};
 use super::search::Deps;
+use super::shape::reshaped;
 use crate::limits::MAX_INSTANCE_PAIRS;
 use crate::mode::Kind;
 use crate::nesting::bump_pair_epoch;
@@ -165,6 +166,7 @@ impl Instances {
             .before
             .insert(from);
         self.pairs += 1;
+        reshaped();
         Ok(true)
     }
 

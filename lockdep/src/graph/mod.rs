@@ -7,6 +7,7 @@
 //!   each was first seen.
 //! - [`instances`]: which instance of a class was taken while which other was held.
 //! - [`search`]: would a new dependency (or instance pair) close a strong cycle?
+//! - [`shape`]: an epoch that moves with every dependency or pair recorded and every zap.
 //!
 //! Nothing here takes a lock or reports: the caller holds the graph lock
 //! ([`graph_lock`](crate::graph_lock)) and turns findings into reports.
@@ -14,7 +15,9 @@
 pub(crate) mod edges;
 pub(crate) mod instances;
 pub(crate) mod search;
+mod shape;
 pub(crate) mod table;
 
 pub use edges::Trace;
-pub(crate) use table::{lifetime_counts, shape, Graph};
+pub(crate) use shape::shape;
+pub(crate) use table::{lifetime_counts, Graph};

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::edges::{Edge, EdgeSites};
 use super::instances::Instances;
 use super::search::Deps;
+use super::shape::reshaped;
 use crate::class::{generation, ClassId, KeyRef};
 use crate::limits::{MAX_CLASSES, MAX_SUBCLASSES};
 use crate::mode::Kind;
@@ -47,26 +48,6 @@ pub(crate) fn lifetime_counts() -> (u64, u64) {
         CLASSES_MADE.load(Ordering::Relaxed),
         DEPENDENCIES_RECORDED.load(Ordering::Relaxed),
     )
-}
-
-/// Bumped (under the graph lock) whenever a dependency is recorded or one goes with a zapped
-/// class: a verdict about a chain that was reached without the graph lock (a cycle that was
-/// found before, see `validate::replays`) holds only while the shape it was found in does.
-static SHAPE: AtomicU64 = AtomicU64::new(0);
-
-/// The graph's shape epoch (see [`SHAPE`]). Lock-free.
-#[inline]
-pub(crate) fn shape() -> u64 {
-    // Acquire: pairs with the Release bump, made after the change it announces. A thread that
-    // reads the epoch a verdict was stamped with has seen no announced change since; a change
-    // whose bump it does not see yet is concurrent with its acquisition, which may be ordered
-    // before it.
-    SHAPE.load(Ordering::Acquire)
-}
-
-fn reshaped() {
-    // Release: see `shape`. Under the graph lock, so the bumps are ordered with the changes.
-    SHAPE.fetch_add(1, Ordering::Release);
 }
 
 /// A [`KeyClasses`] entry of a subclass that has no class.

@@ -67,11 +67,6 @@ impl Replay {
             && !scope::in_scope()
     }
 
-    /// The number of reports in the batch.
-    pub(crate) fn len(&self) -> usize {
-        self.fates.len()
-    }
-
     /// Counts one more occurrence of the batch, as its delivery would have: every report made,
     /// each repeat per kind, each suppression's hit. Call it only while
     /// [`is_current`](Self::is_current). Thread-safe; takes the suppressions' leaf lock if one

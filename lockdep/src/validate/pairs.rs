@@ -4,9 +4,6 @@
 //! cache of checked pairs and ordered runs (see [`pair_cache`]). No lock
 //! is taken here: what these caches cannot show goes to the graph lock's slow path.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
-
 use crate::chain::{self, Hit};
 use crate::class::ClassId;
 use crate::graph_lock::Global;
@@ -40,9 +37,12 @@ impl Acquiring {
 
     /// Tells this acquisition, at stack depth `depth`, from others (for a kept scan).
     pub(super) fn tag(self, depth: usize) -> u64 {
-        let mut h = DefaultHasher::new();
-        (self.class, self.instance, self.mode, self.nest, depth).hash(&mut h);
-        h.finish()
+        pair_cache::hash_words([
+            self.class.to_bits(),
+            self.instance as u64,
+            self.mode.code() | (depth as u64) << 2,
+            self.nest as u64,
+        ])
     }
 }
 

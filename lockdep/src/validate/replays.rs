@@ -5,24 +5,29 @@
 //! A chain the search found closing a cycle is never cached as validated (its dependency is
 //! not recorded), so each new occurrence would take the graph lock, search the cycle again
 //! and build its report again, only for the delivery to count it as a repeat: about 0.75 µs
-//! an acquisition on an Intel Xeon, against 26 ns for the pair in its good order, and every
-//! thread doing it queues on the one graph lock. After the second occurrence (the first one
-//! that was only counted) this thread keeps what the delivery came to, keyed by the chain key
-//! and the sites of the held locks and of the lock taken (a cycle's report names them, and a
-//! suppression may match on them); the next occurrence, while the graph has the shape it was
-//! searched in ([`graph::shape`](crate::graph::shape)) and the replay is current, is counted
-//! and pushed, marked as not recorded as the validation would have left it.
+//! an acquisition on an Intel Xeon, against 26 ns for the pair in its good order (1.2 µs for
+//! two instances of one class taken in the order opposite to their pair's), and every thread
+//! doing it queues on the one graph lock. After the second occurrence (the first one that was
+//! only counted) this thread keeps what the delivery came to, keyed by the chain key and the
+//! sites of the held locks and of the lock taken (a report names them, and a suppression may
+//! match on them); the next occurrence, while the graph has the shape it was searched in
+//! ([`Shape`]) and the replay is current, is counted and pushed, marked as not recorded as
+//! the validation would have left it.
 //!
-//! Only chains that nest no class in itself, take no nest lock and hold no entry of the lock's
-//! own instance are kept, and only batches of cycle reports: their reports are about classes,
-//! modes and sites alone, and the walk that finds them about whether a task is being polled,
-//! which the key and the stamps cover. A thread keeps at most [`KEPT`] of them, the oldest going first.
+//! What else the verdict depends on is in the key too: whether a task is being polled (the
+//! walk of the held locks goes further in a poll, see `check_prevs_add`) and, for a chain that
+//! nests a class in itself, which instances it holds and takes (their pair keys: the
+//! instance-order pairs are about them). Chains that take a nest lock or hold the lock's own
+//! instance are not kept, and only batches of cycle, recursive-locking and nesting reports,
+//! whose text is about classes, modes, sites and those instances. A thread keeps at most
+//! [`KEPT`] chains, the oldest going first.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::Site;
 use crate::held::HeldLock;
+use crate::nesting::{self, Nesting};
+use crate::pair_cache;
 use crate::report::Replay;
 
 /// The most chains one thread keeps.
@@ -34,42 +39,71 @@ struct Kept {
     key: u64,
     /// The sites of the held locks and of the lock taken ([`sites_of`]).
     sites: u64,
-    /// The graph's shape epoch when the cycle was found.
-    shape: u64,
-    replay: Rc<Replay>,
+    /// The graph when the cycle was found.
+    shape: Shape,
+    found: Found,
+}
+
+/// A kept chain's verdict: what its delivery came to, and how many cycles its validation
+/// found (each counted in `Stats::cycles_found` again).
+#[derive(Clone)]
+pub(super) struct Found {
+    pub(super) replay: Rc<Replay>,
+    pub(super) cycles: usize,
 }
 
 thread_local! {
     static KEPT_CHAINS: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A hash of the acquisition sites of the held locks, `held`, and of the lock taken, `next`,
-/// and of whether a task is being polled (the walk of the held locks goes further in a poll,
-/// see `check_prevs_add`): their addresses, each folded in with a multiply, and the sum mixed
-/// with MurmurHash3's 64-bit finalizer.
-pub(super) fn sites_of(held: impl Iterator<Item = Site>, next: &HeldLock) -> u64 {
-    let mut h: u64 = u64::from(crate::current_task::get().is_some());
-    for site in held.chain([next.site]) {
-        let a = std::ptr::from_ref(site).addr() as u64;
-        h = (h.rotate_left(23) ^ a).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+/// What of the graph a kept chain's verdict was found in: the shape epoch (a dependency or an
+/// instance pair recorded, a class zapped), the pair epoch (instance pairs forgotten) and the
+/// nesting rule. Read without the graph lock; taken under it when a cycle is found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shape {
+    graph: u64,
+    pairs: u64,
+    strict: bool,
+}
+
+impl Shape {
+    pub(super) fn now() -> Shape {
+        Shape {
+            graph: crate::graph::shape(),
+            pairs: nesting::pair_epoch(),
+            strict: nesting::nesting() == Nesting::Strict,
+        }
     }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ h >> 33
+}
+
+/// The part of a kept chain's key that the chain key leaves out: the acquisition sites of the
+/// held locks `held` and of the lock taken, `next`, whether a task is being polled and, if
+/// `nested` (a class of the chain nests in itself), their pair keys.
+pub(super) fn sites_of(held: impl Iterator<Item = HeldLock>, next: &HeldLock, nested: bool) -> u64 {
+    let words = |e: &HeldLock| {
+        let site = std::ptr::from_ref(e.site).addr() as u64;
+        [site, e.pair_key() as u64]
+            .into_iter()
+            .take(if nested { 2 } else { 1 })
+    };
+    let poll = u64::from(crate::current_task::get().is_some());
+    pair_cache::hash_words(
+        std::iter::once(poll)
+            .chain(held.flat_map(move |e| words(&e)))
+            .chain(words(next)),
+    )
 }
 
 /// The replay kept for the chain `key` with `sites`, if it still applies; a stale one is
 /// forgotten. No lock.
-pub(super) fn find(key: u64, sites: u64) -> Option<Rc<Replay>> {
+pub(super) fn find(key: u64, sites: u64) -> Option<Found> {
     KEPT_CHAINS
         .try_with(|k| {
             let mut kept = k.borrow_mut();
             let i = kept.iter().position(|c| c.key == key && c.sites == sites)?;
             let c = &kept[i];
-            if c.shape == crate::graph::shape() && c.replay.is_current() {
-                Some(Rc::clone(&c.replay))
+            if c.shape == Shape::now() && c.found.replay.is_current() {
+                Some(c.found.clone())
             } else {
                 kept.swap_remove(i);
                 None
@@ -79,9 +113,9 @@ pub(super) fn find(key: u64, sites: u64) -> Option<Rc<Replay>> {
         .flatten()
 }
 
-/// Keeps `replay` for the chain `key` with `sites`, whose cycle was found in the graph of
-/// shape `shape`.
-pub(super) fn keep(key: u64, sites: u64, shape: u64, replay: Replay) {
+/// Keeps `replay` for the chain `key` with `sites`, whose reports (`cycles` of them cycles)
+/// were found in `shape`.
+pub(super) fn keep(key: u64, sites: u64, shape: Shape, replay: Replay, cycles: usize) {
     let _ = KEPT_CHAINS.try_with(|k| {
         let mut kept = k.borrow_mut();
         kept.retain(|c| !(c.key == key && c.sites == sites));
@@ -92,7 +126,10 @@ pub(super) fn keep(key: u64, sites: u64, shape: u64, replay: Replay) {
             key,
             sites,
             shape,
-            replay: Rc::new(replay),
+            found: Found {
+                replay: Rc::new(replay),
+                cycles,
+            },
         });
     });
 }

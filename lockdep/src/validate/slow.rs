@@ -75,15 +75,15 @@ pub(super) fn acquire_slow(
             }
             _ => {}
         }
-        // A chain of the kind `replays` keeps: no class nested in itself, no nest lock, no
-        // report yet, the chain cache on, and the lock's own instance not held (under another
-        // class: recursive locking, which the chain key cannot tell).
-        let sites = (!nested
-            && entry.nest_lock == 0
+        // A chain of the kind `replays` keeps: no nest lock, no report yet, the chain cache
+        // on, and the lock's own instance not held (recursive locking, which neither the
+        // chain key nor the sites tell).
+        let entries = st.entries();
+        let sites = (entry.nest_lock == 0
             && reports.is_empty()
             && settings::chain_cache()
-            && !st.entries().iter().any(|h| h.instance == entry.instance))
-        .then(|| replays::sites_of(st.entries().iter().map(|h| h.site), &entry));
+            && !entries.iter().any(|h| h.instance == entry.instance))
+        .then(|| replays::sites_of(entries.iter(), &entry, nested));
         if let Some(sites) = sites {
             if let Some(r) = replays::find(key, sites) {
                 replayed = Some(r);
@@ -93,17 +93,21 @@ pub(super) fn acquire_slow(
         }
         let mut g = held.take().unwrap_or_else(graph_lock);
         let epoch = nesting::pair_epoch();
-        let shape = crate::graph::shape();
+        let shape = replays::Shape::now();
         let mut checked = Vec::new();
         let verdict = validate_chain(&mut g, st, &entry, scan, &mut reports, &mut checked);
         unrecorded = verdict == Verdict::Invalid;
         if let Some(sites) = sites {
-            // Only cycles: their reports are about what the key, the sites and the shape
-            // cover (see `replays`).
-            let cycles_only = reports
-                .iter()
-                .all(|r| matches!(r, Report::CircularDependency(_)));
-            if unrecorded && checked.is_empty() && cycles_only && !reports.is_empty() {
+            // Only reports about what the key, the sites and the shape cover (see `replays`).
+            let covered = reports.iter().all(|r| {
+                matches!(
+                    r,
+                    Report::CircularDependency(_)
+                        | Report::RecursiveLocking(_)
+                        | Report::MissingNestingAnnotation(_)
+                )
+            });
+            if unrecorded && checked.is_empty() && covered && !reports.is_empty() {
                 keep = Some((key, sites, shape));
             }
         }
@@ -145,14 +149,16 @@ pub(super) fn acquire_slow(
         return;
     };
     if let Some(r) = replayed {
-        r.count();
-        new_chain::count_cycles(r.len());
+        r.replay.count();
+        new_chain::count_cycles(r.cycles);
     } else if let Some((key, sites, shape)) = keep {
-        // The cycles were counted when they were found.
-        let cycles = reports.len();
+        // Counted when they were found: each found again counts again.
+        let cycles = reports
+            .iter()
+            .filter(|r| matches!(r, Report::CircularDependency(_)))
+            .count();
         if let Some(r) = report::deliver_replayable(reports) {
-            debug_assert_eq!(r.len(), cycles);
-            replays::keep(key, sites, shape, r);
+            replays::keep(key, sites, shape, r, cycles);
         }
     } else {
         // May panic (Policy::Panic): then the lock is not pushed, and the caller never blocks
