@@ -7,7 +7,7 @@
 //!   each was first seen.
 //! - [`instances`]: which instance of a class was taken while which other was held.
 //! - [`search`]: would a new dependency (or instance pair) close a strong cycle?
-//! - [`shape`]: an epoch that moves with every dependency or pair recorded and every zap.
+//! - [`shape`](mod@shape): an epoch that moves with every dependency or pair recorded and every zap.
 //!
 //! Nothing here takes a lock or reports: the caller holds the graph lock
 //! ([`graph_lock`](crate::graph_lock)) and turns findings into reports.
