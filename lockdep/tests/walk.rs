@@ -74,3 +74,31 @@ fn a_lock_below_the_one_that_closed_a_cycle_gets_its_own_dependency() {
     on_thread(move || pair(a, x));
     assert_one_cycle(&["A", "X"]);
 }
+
+/// A held lock moved to another subclass (`set_held_subclass`, the kernel's
+/// `lock_set_subclass()`): `W -> X` was recorded for X's first class, not for its new one, so
+/// W does not reach a later lock through X. `W -> B` is recorded directly, and `B -> W` later
+/// is reported. The same after a mode change of the moved lock (it stays moved).
+#[test]
+fn a_lock_below_one_moved_to_another_subclass_gets_its_own_dependency() {
+    let _h = start();
+    for change_mode in [false, true] {
+        let (w, x, b) = (new_lock("W"), new_lock("X"), new_lock("B"));
+        on_thread(move || {
+            lock(w);
+            lock(x);
+            lockdep::set_held_subclass(x, 1);
+            if change_mode {
+                lockdep::set_held_mode(x, Mode::Read);
+            }
+            lock(b);
+            unlock(b);
+            unlock(x);
+            unlock(w);
+        });
+        assert_reports!();
+        on_thread(move || pair(b, w));
+        assert_one_cycle(&["B", "W"]);
+        lockdep::reset();
+    }
+}

@@ -144,22 +144,31 @@ impl ThreadState {
     }
 
     /// Changes the class (and subclass) of entry `i` and recomputes the chain keys from it up.
+    /// The entry is marked unrecorded (see [`mark_unrecorded`](Self::mark_unrecorded)): no
+    /// dependency from the locks below it into its new class was recorded, so a walk of the
+    /// held locks must not take them as reaching a later lock through it.
     pub fn set_class(&mut self, i: usize, class: ClassId, subclass: u8) {
         let mut h = self.entry(i);
         h.class = class;
         h.subclass = subclass;
         self.edit(|st| {
             st.slot(i).write(&h);
+            st.slot(i).set_unrecorded();
             st.rekey(i);
         });
     }
 
-    /// Changes the mode of entry `i` and recomputes the chain keys from it up.
+    /// Changes the mode of entry `i` and recomputes the chain keys from it up. An unrecorded
+    /// entry stays so (its dependencies are no more recorded in another mode).
     pub fn set_mode(&mut self, i: usize, mode: Mode) {
         let mut h = self.entry(i);
         h.mode = mode;
         self.edit(|st| {
+            let unrecorded = st.slot(i).is_unrecorded();
             st.slot(i).write(&h);
+            if unrecorded {
+                st.slot(i).set_unrecorded();
+            }
             st.rekey(i);
         });
     }

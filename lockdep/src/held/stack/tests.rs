@@ -22,12 +22,13 @@ fn push(st: &mut ThreadState, e: HeldLock) {
 }
 
 /// The keys a fresh stack of these entries would have.
+/// The chain keys made afresh from the slots (their marks included).
 fn fresh_keys(st: &ThreadState) -> Vec<u64> {
     let mut key = 0;
-    st.entries()
+    st.held_slots()
         .iter()
-        .map(|e| {
-            key = e.chain_key_on(key);
+        .map(|s| {
+            key = s.chain_key_on(key);
             key
         })
         .collect()
@@ -118,8 +119,19 @@ fn mode_and_class_changes_rekey() {
     st.set_mode(0, Mode::Read);
     assert_ne!(st.top_key(), before);
     assert_eq!(keys(&st), fresh_keys(&st));
+    assert!(!st.held_slots()[0].is_unrecorded());
     st.set_class(1, ClassId::new(9, 1), 1);
     assert_eq!(st.entry(1).subclass, 1);
+    assert!(
+        st.held_slots()[1].is_unrecorded(),
+        "no dependency into the new class was recorded"
+    );
+    assert_eq!(keys(&st), fresh_keys(&st));
+    st.set_mode(1, Mode::Read);
+    assert!(
+        st.held_slots()[1].is_unrecorded(),
+        "a mode change keeps the mark"
+    );
     assert_eq!(keys(&st), fresh_keys(&st));
 }
 
