@@ -210,14 +210,17 @@ impl LockMap {
     }
 
     /// Moves the map to the class of a static key (the kernel's `lockdep_set_class()`).
-    /// Needs `&mut`, so it cannot race with an acquisition.
+    /// Needs `&mut`, so it cannot race with an acquisition. A re-initialisation: the map as
+    /// it was is dropped first (its instance pairs forgotten, a held entry of it reported, as
+    /// for any map that goes), and the new one draws a new pair tag at its first acquisition.
     pub fn set_key(&mut self, key: &'static LockClassKey) {
         let named = self.is_named();
         *self = LockMap::with_key(self.name(), key);
         self.keep_named(named);
     }
 
-    /// Moves the map to the classes of a dynamic key.
+    /// Moves the map to the classes of a dynamic key; a re-initialisation, as
+    /// [`set_key`](Self::set_key).
     #[track_caller]
     pub fn set_dynamic_key(&mut self, key: &DynamicKey) {
         let named = self.is_named();
@@ -228,9 +231,7 @@ impl LockMap {
     /// After a key change: the label stays a name or a kind, as it was (the constructors
     /// call any non-empty label a name, which would make an unnamed map's kind its name).
     fn keep_named(&mut self, named: bool) {
-        // The pair tag and the paired mark stay: the lock's pairs are still under them.
-        let kept = *self.label_meta.get_mut() & (MAP_ONLY | slot::tag_bits(u16::MAX));
-        *self.label_meta.get_mut() = slot::name_meta(named, self.name()) | kept;
+        *self.label_meta.get_mut() = slot::name_meta(named, self.name());
     }
 
     /// The map's name or, for an unnamed map ([`of_type`](Self::of_type)), its kind. A named

@@ -680,3 +680,21 @@ fn a_moved_map_paired_again_forgets_its_old_pairs() {
     assert_eq!(lockdep::stats().instance_pairs, before);
     assert_reports!();
 }
+
+/// A key change re-initialises a map: its instance pairs go with the map it was, and the
+/// order of the other instance against it starts afresh under its new class.
+#[test]
+fn a_key_change_forgets_the_maps_pairs() {
+    let _h = start();
+    static MOVED: LockClassKey = LockClassKey::new();
+    let make = || Box::new(LockMap::new("acct"));
+    let (mut a, b) = (make(), make());
+    pair(&a, &b);
+    assert_eq!(lockdep::stats().instance_pairs, 1);
+    a.set_key(&MOVED);
+    assert_eq!(lockdep::stats().instance_pairs, 0);
+    pair(&b, &a);
+    pair(&a, &b);
+    assert_one_cycle(&["acct", "acct"]);
+    assert_eq!(a.name(), "acct", "the name stays");
+}
