@@ -15,16 +15,6 @@ use lockdep::{
     ClassRef, DynamicKey, LockMap, Mode, Policy, Report, ReportKind, Suppression, TaskContext,
 };
 
-/// `b` then `a`, released last first, `n` times, at one pair of sites.
-fn inverted(a: &LockMap, b: &LockMap, n: usize) {
-    for _ in 0..n {
-        lock(b);
-        lock(a);
-        unlock(a);
-        unlock(b);
-    }
-}
-
 type Site = &'static Location<'static>;
 
 #[track_caller]
@@ -36,12 +26,23 @@ fn lock_at(m: &LockMap, subclass: u8, site: Site) {
     lockdep::acquire(m, subclass, Mode::Exclusive, false, None, site);
 }
 
-/// `b` then `a` with guards (released on an unwind too), `n` times, at one pair of sites.
-fn inverted_guarded(a: &'static LockMap, b: &'static LockMap, n: usize) {
+/// `b` then `a` with guards (released last first, on an unwind too), `n` times, at one pair
+/// of sites.
+fn inverted(a: &'static LockMap, b: &'static LockMap, n: usize) {
     for _ in 0..n {
         let _gb = guard(b);
         let _ga = guard(a);
     }
+}
+
+/// Two locks A and B, `A -> B` recorded, then `B -> A` taken `n` times (reported once, then
+/// repeats, kept by the thread from the second on).
+fn reported_inversion(n: usize) -> (&'static LockMap, &'static LockMap) {
+    let (a, b) = (new_lock("A"), new_lock("B"));
+    pair(a, b);
+    inverted(a, b, n);
+    assert_one_cycle(&["A", "B"]);
+    (a, b)
 }
 
 /// Every counter an occurrence of a cycle report moves.
@@ -271,13 +272,10 @@ fn the_same_order_at_two_sites_is_counted_for_each_site() {
 #[test]
 fn the_panic_policy_still_panics_at_a_repeat_counted_before() {
     let _h = start();
-    let (a, b) = (new_lock("A"), new_lock("B"));
-    pair(a, b);
-    inverted_guarded(a, b, 5);
-    assert_one_cycle(&["A", "B"]);
+    let (a, b) = reported_inversion(5);
     lockdep::set_policy(Policy::Panic);
     for attempt in 0..3 {
-        let r = catch_unwind(|| inverted_guarded(a, b, 1));
+        let r = catch_unwind(|| inverted(a, b, 1));
         assert!(r.is_err(), "attempt {attempt} panics");
         assert_eq!(lockdep::held_count(), 0);
     }
@@ -286,10 +284,7 @@ fn the_panic_policy_still_panics_at_a_repeat_counted_before() {
 #[test]
 fn every_occurrence_is_delivered_once_repeats_are_asked_for() {
     let _h = start();
-    let (a, b) = (new_lock("A"), new_lock("B"));
-    pair(a, b);
-    inverted(a, b, 5);
-    assert_one_cycle(&["A", "B"]);
+    let (a, b) = reported_inversion(5);
     lockdep::set_report_repeats(true);
     inverted(a, b, 4);
     lockdep::set_report_repeats(false);
@@ -301,13 +296,10 @@ fn every_occurrence_is_delivered_once_repeats_are_asked_for() {
 #[test]
 fn a_test_scope_sees_a_repeat_counted_before() {
     let _h = start();
-    let (a, b) = (new_lock("A"), new_lock("B"));
-    pair(a, b);
-    inverted_guarded(a, b, 5);
-    assert_one_cycle(&["A", "B"]);
+    let (a, b) = reported_inversion(5);
     let r = catch_unwind(|| {
         let _scope = lockdep::test_scope();
-        inverted_guarded(a, b, 1);
+        inverted(a, b, 1);
     });
     assert!(r.is_err(), "the scope panics at the repeat");
     assert_eq!(lockdep::held_count(), 0);
@@ -316,10 +308,7 @@ fn a_test_scope_sees_a_repeat_counted_before() {
 #[test]
 fn after_a_reset_the_order_is_reported_again() {
     let _h = start();
-    let (a, b) = (new_lock("A"), new_lock("B"));
-    pair(a, b);
-    inverted(a, b, 5);
-    assert_one_cycle(&["A", "B"]);
+    let (a, b) = reported_inversion(5);
     drop(_h);
     let _h = start();
     pair(a, b);
@@ -331,10 +320,7 @@ fn after_a_reset_the_order_is_reported_again() {
 #[test]
 fn repeats_on_many_threads_are_each_counted() {
     let _h = start();
-    let (a, b) = (new_lock("A"), new_lock("B"));
-    pair(a, b);
-    inverted(a, b, 1);
-    assert_one_cycle(&["A", "B"]);
+    let (a, b) = reported_inversion(1);
     let before = counts();
     let threads: Vec<_> = (0..4)
         .map(|_| std::thread::spawn(move || inverted(a, b, 2_500)))
@@ -344,18 +330,6 @@ fn repeats_on_many_threads_are_each_counted() {
     }
     assert_reports!();
     assert_eq!(since(before), repeats(10_000));
-}
-
-/// The report a repeat stands for is the one the delivery made: its text names the sites.
-#[test]
-fn the_first_report_names_the_order_taken() {
-    let _h = start();
-    let (a, b) = (new_lock("A"), new_lock("B"));
-    pair(a, b);
-    inverted(a, b, 3);
-    let r = assert_one_cycle(&["A", "B"]);
-    assert!(matches!(r, Report::CircularDependency(_)));
-    assert!(r.to_string().contains("repeats.rs"), "{r}");
 }
 
 /// More reported orders than a thread keeps, taken round-robin: the ones it let go are
