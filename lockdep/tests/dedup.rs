@@ -49,7 +49,7 @@ fn two_per_account_locks_nested_100000_times_give_one_report() {
     let line = s.to_string();
     assert!(line.contains(" repeats suppressed ("), "{line}");
     assert!(
-        line.contains(" possible recursive locking, two locks of one class"),
+        line.contains(" possible recursive locking (two locks of one class)"),
         "{line}"
     );
 }

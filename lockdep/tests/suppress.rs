@@ -533,3 +533,32 @@ fn an_await_suppression_in_code_names_one_class() {
     assert_reports!();
     assert_eq!(hits(id), 2, "any site: each report is counted");
 }
+
+/// A cycle report ends with the line that suppresses it: declared from a file, that line
+/// matches the next occurrence.
+#[test]
+fn the_line_a_cycle_report_suggests_suppresses_it() {
+    let _h = start();
+    let (a, b, c) = (new_lock("hint.a"), new_lock("hint.b"), new_lock("hint.c"));
+    pair(a, b);
+    pair(b, c);
+    pair(c, a);
+    let text = assert_one_cycle(&["hint.a", "hint.b", "hint.c"]).to_string();
+    let line = text
+        .lines()
+        .skip_while(|l| !l.ends_with("declare it with the line"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no suggested line in:\n{text}"))
+        .trim()
+        .to_owned();
+    assert!(line.starts_with("circular: "), "{line}");
+    let path = std::env::temp_dir().join(format!("lockdep-hint-{}.supp", std::process::id()));
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    let loaded = lockdep::load_suppressions(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let id = loaded.added[0];
+    pair(c, a);
+    assert_reports!();
+    assert_eq!(hits(id), 1, "the suggested line matches the report");
+}

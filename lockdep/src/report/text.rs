@@ -277,7 +277,46 @@ fn circular(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
         .iter()
         .flat_map(|d| [d.from.as_str(), d.to.as_str()]);
     std_site_note(f, classes)?;
-    held_block(f, &c.thread, &c.held)
+    held_block(f, &c.thread, &c.held)?;
+    what_to_do(f, c)
+}
+
+/// The last paragraph of a cycle report: how such a cycle is fixed, and the suppression line
+/// that declares it harmless (for a cycle of classes; one among instances of a class is about
+/// their order, which no line of classes can name).
+fn what_to_do(f: &mut fmt::Formatter<'_>, c: &CircularDependency) -> fmt::Result {
+    writeln!(f)?;
+    if c.instance_order {
+        writeln!(
+            f,
+            "to fix: take the instances of {} in one order everywhere (by a key of theirs,",
+            c.holding.class_name
+        )?;
+        return writeln!(f, "or by their address), or hold only one at a time.");
+    }
+    // The cycle's classes in the order of its dependencies, each once.
+    let mut names: Vec<&str> = Vec::new();
+    for d in c.cycle.iter().rev() {
+        for n in [d.from.as_str(), d.to.as_str()] {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    writeln!(
+        f,
+        "to fix: take these locks in one order everywhere, or release one before taking the next."
+    )?;
+    writeln!(
+        f,
+        "If the orders can never run at the same time, declare it with the line"
+    )?;
+    writeln!(f, "  circular: {}", names.join(" -> "))?;
+    writeln!(
+        f,
+        "in the file named by {} (or with `lockdep::suppress` in code).",
+        super::SUPPRESSIONS_ENV
+    )
 }
 
 /// Whether the construction site in a class name (`Mutex<u64>@library/core/src/ops/function.rs:250`)

@@ -468,9 +468,10 @@ impl std::fmt::Display for ReportKind {
             ReportKind::CircularDependency => "possible circular locking dependency",
             ReportKind::RecursiveLocking => "possible recursive locking",
             // The banner is the same as for one lock taken twice (the kernel's); the summary
-            // tells the two apart in words that begin as the banner does.
+            // tells the two apart in words that begin as the banner does (in parentheses: the
+            // summary lists the kinds with commas).
             ReportKind::MissingNestingAnnotation => {
-                "possible recursive locking, two locks of one class"
+                "possible recursive locking (two locks of one class)"
             }
             ReportKind::NestLockNotHeld => "nest lock not held",
             ReportKind::BadUnlockBalance => "bad unlock balance",

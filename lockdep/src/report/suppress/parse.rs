@@ -121,8 +121,8 @@ fn line(code: &str) -> Result<Suppression, String> {
     } else {
         let known = SUPPRESSIBLE.iter().find(|k| k.1 == word).ok_or_else(|| {
             format!(
-                "unknown report kind `{word}`: a line starts with circular:, recursive:, \
-                 nesting:, await: or any:"
+                "unknown report kind `{word}`: a line starts with `circular:`, `recursive:`, \
+                 `nesting:`, `await:` or `any:`"
             )
         })?;
         Some(known.0)
