@@ -67,6 +67,12 @@ fn one_turns_capture_on() {
         "{stderr}"
     );
     assert!(!stderr.contains("is not 1 or 0"), "{stderr}");
+    // The stack starts at the caller: the validator's own frames are counted, not shown.
+    assert!(
+        stderr.contains("of the validator and the lock left out)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("LazyTrace"), "{stderr}");
 }
 
 #[test]

@@ -60,10 +60,74 @@ fn held_block(f: &mut fmt::Formatter<'_>, t: &ThreadDesc, held: &[LockDesc]) -> 
 }
 
 fn trace(f: &mut fmt::Formatter<'_>, d: &Dependency) -> fmt::Result {
-    match &d.trace {
-        Some(t) => writeln!(f, "{}", t.0),
-        None => Ok(()),
+    let Some(t) = &d.trace else {
+        return Ok(());
+    };
+    let text = t.0.to_string();
+    let (left_out, rest) = past_own_frames(&text);
+    if left_out > 0 {
+        let s = if left_out == 1 { "" } else { "s" };
+        writeln!(
+            f,
+            "   ({left_out} frame{s} of the validator and the lock left out)"
+        )?;
     }
+    writeln!(f, "{rest}")
+}
+
+/// The symbol prefixes of the frames a captured stack begins with before the caller's own:
+/// the validator, the lock wrappers (the compat crate's frames are `parking_lot::`) and
+/// lock_api's.
+const OWN_FRAMES: [&str; 8] = [
+    "lockdep::",
+    "<lockdep::",
+    "instrumented_locks::",
+    "<instrumented_locks::",
+    "lock_api::",
+    "<lock_api::",
+    "parking_lot::",
+    "<parking_lot::",
+];
+
+/// The prefixes of the standard library's frames, which the own frames call through (the
+/// capture itself, closures, `OnceCell`, inlined helpers of a debug build).
+const LIBRARY_FRAMES: [&str; 6] = [
+    "core::", "<core::", "std::", "<std::", "alloc::", "<alloc::",
+];
+
+/// `text` (a `std::backtrace::Backtrace` as it prints: a line `N: symbol` per frame, then
+/// its `at file:line` lines) from the frame after the last of the validator's and the lock's
+/// own frames that precede the caller's first one ([`OWN_FRAMES`], with the standard
+/// library's frames among them), and the number of frames left out; all of it if it has none.
+fn past_own_frames(text: &str) -> (usize, &str) {
+    let (mut frames, mut cut) = (0, None);
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let symbol = line
+            .trim_start()
+            .split_once(": ")
+            .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(_, s)| s);
+        offset += line.len();
+        let Some(symbol) = symbol else { continue };
+        frames += 1;
+        if OWN_FRAMES.iter().any(|p| symbol.starts_with(p)) {
+            cut = Some((frames, offset));
+        } else if !LIBRARY_FRAMES.iter().any(|p| symbol.starts_with(p)) {
+            break;
+        }
+    }
+    let Some((left_out, at)) = cut else {
+        return (0, text.trim_end());
+    };
+    // From the line after the last own frame's header: skip its `at` lines.
+    let rest = &text[at..];
+    let next = rest
+        .split_inclusive('\n')
+        .take_while(|l| l.trim_start().starts_with("at "))
+        .map(str::len)
+        .sum::<usize>();
+    (left_out, rest[next..].trim_end())
 }
 
 /// The head of a report about an acquisition: the banner, the lock being acquired and, for a
