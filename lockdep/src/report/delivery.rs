@@ -233,9 +233,15 @@ impl Outcome {
         if let Some(p) = self.handler_panic {
             resume_unwind(p);
         }
-        if !self.panics.is_empty() {
+        if let Some(first) = self.panics.first() {
+            // The first line names the kind and the caller's line, which the panic's own
+            // location (this line) does not.
+            let head = match first.site() {
+                Some(site) if !crate::is_guard_drop(site) => format!("{} at {site}", first.kind()),
+                _ => first.kind().to_string(),
+            };
             let text: Vec<String> = self.panics.iter().map(Report::to_string).collect();
-            panic!("lockdep: {}", text.join("\n"));
+            panic!("lockdep: {head}\n{}", text.join("\n"));
         }
     }
 }

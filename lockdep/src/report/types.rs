@@ -503,6 +503,27 @@ impl Report {
         }
     }
 
+    /// Where the operation the report is about was made: the acquisition (a cycle, recursive
+    /// locking, a missing annotation, a nest lock not held), the release (bad unlock
+    /// balance), the free (a held lock freed, if known), the key's misuse, the failed
+    /// annotation, or the acquisition of the lock held across an `.await`. `None` for a lock
+    /// held at thread exit and a capacity report. A guard's drop is lockdep's placeholder site
+    /// ([`is_guard_drop`](crate::is_guard_drop)).
+    pub fn site(&self) -> Option<&'static Location<'static>> {
+        match self {
+            Report::CircularDependency(c) => Some(c.acquiring.site),
+            Report::RecursiveLocking(s) | Report::MissingNestingAnnotation(s) => {
+                Some(s.acquiring.site)
+            }
+            Report::NestLockNotHeld { acquiring, .. } => Some(acquiring.site),
+            Report::BadUnlockBalance { releasing, .. } => Some(releasing.site),
+            Report::HeldLockFreed { freed_at, .. } => *freed_at,
+            Report::KeyMisuse { site, .. } | Report::AssertionFailed { site, .. } => Some(site),
+            Report::HeldAcrossAwait { lock, .. } => Some(lock.site),
+            Report::LockHeldAtExit { .. } | Report::CapacityExhausted { .. } => None,
+        }
+    }
+
     /// The thread the report is about.
     pub fn thread(&self) -> &ThreadDesc {
         match self {
