@@ -3,7 +3,10 @@
 //! The layout follows the kernel's lockdep splats (`print_circular_bug()`,
 //! `print_deadlock_bug()`, `print_unlock_imbalance_bug()`, ...): a banner, "is trying to
 //! acquire", "already holding", the existing dependency chain, the CPU0/CPU1 unsafe scenario,
-//! "*** DEADLOCK ***" and the held locks. The wording is ours.
+//! "*** DEADLOCK ***" and the held locks. The wording is ours, and so are the additions: a
+//! cycle report ends with what to do and the suppression line that declares it harmless, and a
+//! captured stack starts at the caller of the lock method (the validator's and the lock's own
+//! frames counted in one line).
 
 use std::fmt;
 use std::panic::Location;
