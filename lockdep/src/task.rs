@@ -72,7 +72,7 @@ use crate::map::LockMap;
 use crate::mode::Mode;
 use crate::report::{self, build};
 use crate::thread::{self, with_state, Release};
-use crate::validate;
+use crate::validate::{self, replays};
 
 static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 
@@ -358,6 +358,10 @@ impl PollScope<'_> {
         };
         let mut lifted = frame.spare_held;
         let mut owned = frame.owned;
+        // The same locks held across an await as a poll found before: counted, not built
+        // again (see `validate::replays`); or what to keep if they come to a replay.
+        let mut replayed = None;
+        let mut keep = None;
         let reports = with_state(|st| {
             let mut reports = Vec::new();
             if pending {
@@ -368,10 +372,15 @@ impl PollScope<'_> {
                     })
                     .collect();
                 if !blocking.is_empty() {
-                    let g = graph_lock();
-                    for i in blocking {
-                        let h = &st.entry(i);
-                        reports.push(build::held_across_await(&g.graph, st, h, record.id));
+                    let sites = replays::await_sites(blocking.iter().map(|&i| st.entry(i)));
+                    replayed = replays::find(replays::HELD_ACROSS_AWAIT, sites);
+                    if replayed.is_none() {
+                        keep = Some((sites, replays::Shape::now()));
+                        let g = graph_lock();
+                        for i in blocking {
+                            let h = &st.entry(i);
+                            reports.push(build::held_across_await(&g.graph, st, h, record.id));
+                        }
                     }
                 }
             }
@@ -408,8 +417,12 @@ impl PollScope<'_> {
             list.records.push(Arc::downgrade(record));
         }
         polled::replace(frame.prev_task);
-        if !reports.is_empty() {
-            report::deliver(reports);
+        if let Some(found) = replayed {
+            found.replay.count();
+        } else if let (false, Some((sites, shape))) = (reports.is_empty(), keep) {
+            if let Some(r) = report::deliver_replayable(reports) {
+                replays::keep(replays::HELD_ACROSS_AWAIT, sites, shape, r, 0);
+            }
         }
     }
 }

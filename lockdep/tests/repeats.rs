@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::panic::{catch_unwind, Location};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 
 use common::*;
 use lockdep::{
@@ -485,4 +485,66 @@ fn a_repeat_kept_under_instance_order_is_validated_again_under_the_strict_rule()
     inverted(a, b, 2);
     lockdep::set_nesting(lockdep::Nesting::InstanceOrder);
     assert_reports!(Report::MissingNestingAnnotation(_));
+}
+
+/// One poll of `ctx` that ends pending with `m` taken (blocking) at `site` and still held; `m`
+/// is released after the poll.
+fn await_holding(ctx: &TaskContext, m: &LockMap, site: Site) {
+    let poll = ctx.enter();
+    lock_at(m, 0, site);
+    poll.exit(true);
+    unlock(m);
+}
+
+/// A blocking lock held across an `.await` poll after poll: each poll counted as the report's
+/// delivery would, the same lock at another site a report of its own, a suppression declared
+/// meanwhile counted, and the panic policy still panicking.
+#[test]
+fn a_lock_held_across_an_await_poll_after_poll_is_counted_each_time() {
+    let _h = start();
+    let m = new_lock("await.m");
+    let ctx = TaskContext::new();
+    let (s1, s2) = (here(), here());
+    let before = counts();
+    for _ in 0..1_000 {
+        await_holding(&ctx, m, s1);
+    }
+    assert_reports!(Report::HeldAcrossAwait { .. });
+    let c = since(before);
+    assert_eq!((c.reports, c.distinct, c.repeats), (1_000, 1, 999), "{c:?}");
+    for _ in 0..3 {
+        await_holding(&ctx, m, s2);
+    }
+    assert_reports!(Report::HeldAcrossAwait { .. });
+    lockdep::suppress(Suppression::class("await.m").kind(ReportKind::HeldAcrossAwait)).unwrap();
+    let before = counts();
+    for _ in 0..5 {
+        await_holding(&ctx, m, s1);
+    }
+    assert_reports!();
+    let c = since(before);
+    assert_eq!(
+        (c.reports, c.suppression_hits, c.repeats),
+        (5, 5, 0),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn the_panic_policy_panics_at_every_poll_that_holds_a_lock_across_an_await() {
+    let _h = start();
+    let m = new_lock("M");
+    let ctx = TaskContext::new();
+    let site = here();
+    for _ in 0..4 {
+        await_holding(&ctx, m, site);
+    }
+    assert_reports!(Report::HeldAcrossAwait { .. });
+    lockdep::set_policy(Policy::Panic);
+    for attempt in 0..3 {
+        let r = catch_unwind(AssertUnwindSafe(|| await_holding(&ctx, m, site)));
+        assert!(r.is_err(), "poll {attempt} panics");
+        unlock(m);
+    }
+    assert_eq!(lockdep::held_count(), 0);
 }

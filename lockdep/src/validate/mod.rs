@@ -29,7 +29,7 @@ use crate::thread::{self, with_state};
 
 mod new_chain;
 mod pairs;
-mod replays;
+pub(crate) mod replays;
 mod slow;
 
 pub(crate) use new_chain::{cycles_found, depend_on_held};
