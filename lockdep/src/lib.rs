@@ -61,7 +61,8 @@
 //!   [`set_report_repeats`]`(true)` delivers every occurrence. Deduplication is about output:
 //!   [`Policy::Panic`] and a [`test_scope`] panic at every occurrence.
 //! - **A repeat costs little**: a thread that takes a reported order again and again (a
-//!   true positive not fixed yet, or a suppressed one) validates it twice; from then on it
+//!   true positive not fixed yet, or a suppressed one), or a task that keeps holding a
+//!   blocking lock across an `.await`, validates it twice; from then on it
 //!   counts each occurrence exactly as the validation would, without the graph lock, while
 //!   nothing the verdict depends on changed (a dependency recorded or zapped anywhere, a
 //!   suppression declared, a reset, the policy, a test scope, the repeats switch). Measured on
