@@ -417,11 +417,11 @@ impl PollScope<'_> {
             list.records.push(Arc::downgrade(record));
         }
         polled::replace(frame.prev_task);
-        if let Some(found) = replayed {
-            found.replay.count();
+        if let Some(replay) = replayed {
+            replay.count();
         } else if let (false, Some((sites, shape))) = (reports.is_empty(), keep) {
             if let Some(r) = report::deliver_replayable(reports) {
-                replays::keep(replays::HELD_ACROSS_AWAIT, sites, shape, r, 0);
+                replays::keep(replays::HELD_ACROSS_AWAIT, sites, shape, r);
             }
         }
     }

@@ -51,10 +51,6 @@ fn lock() -> std::sync::MutexGuard<'static, Option<HashSet<u64>>> {
     SEEN.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Bumped by [`clear`]: a repeat counted without its report being made again (see
-/// `report::Replay`) must have been a repeat since the last reset.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-
 /// What [`should_deliver`] decided.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -116,20 +112,11 @@ pub(crate) fn count_repeat(kind: usize) {
     SUPPRESSED[kind].fetch_add(1, Ordering::Relaxed);
 }
 
-/// The number of resets so far (see [`GENERATION`]).
-pub(crate) fn generation() -> u64 {
-    // Relaxed: a thread that must see a reset's bump is ordered after the reset by the
-    // synchronization the reset requires (no other thread validates meanwhile).
-    GENERATION.load(Ordering::Relaxed)
-}
-
 /// Forgets which reports were seen (the validator's reset): each is delivered once more.
 pub(crate) fn clear() {
     if let Some(seen) = lock().as_mut() {
         seen.clear();
     }
-    // Relaxed: see `generation`.
-    GENERATION.fetch_add(1, Ordering::Relaxed);
     episode::clear();
 }
 

@@ -98,7 +98,11 @@ fn classify(report: Report) -> (Option<Pending>, Option<Fate>) {
     let kind = report.kind().index();
     if let Some(places) = suppress::suppressed(&report) {
         summary::print_at_exit();
-        return (None, Some(Fate::Suppressed(places)));
+        let fate = Fate {
+            kind,
+            suppressed_by: Some(places),
+        };
+        return (None, Some(fate));
     }
     let in_scope = scope::record(&report);
     let verdict = dedup::should_deliver(&report);
@@ -108,7 +112,10 @@ fn classify(report: Report) -> (Option<Pending>, Option<Fate>) {
     } else {
         summary::print_at_exit();
     }
-    let fate = (verdict == dedup::Verdict::Repeat && !in_scope).then_some(Fate::Repeat(kind));
+    let fate = (verdict == dedup::Verdict::Repeat && !in_scope).then_some(Fate {
+        kind,
+        suppressed_by: None,
+    });
     let pending = Pending {
         report,
         deliver,

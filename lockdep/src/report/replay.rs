@@ -9,28 +9,28 @@
 //! has changed, counts the next occurrence exactly as the delivery would have: one report made
 //! per report, a repeat counted per kind, a hit on each suppression that matched.
 //!
-//! What it depends on is stamped in it: the deduplication's resets (a reset zaps every class,
-//! so the caller's chain keys change too) and the number of declared suppressions; and checked when it runs: repeats not asked for
-//! ([`set_report_repeats`](crate::set_report_repeats)), the policy not `Policy::Panic`, and the
-//! thread in no test scope (all three make every occurrence do something). The caller stamps
-//! the graph's shape itself.
+//! What it depends on is stamped in it: the number of declared suppressions; and checked when
+//! it runs: repeats not asked for ([`set_report_repeats`](crate::set_report_repeats)), the
+//! policy not `Policy::Panic`, and the thread in no test scope (all three make every occurrence
+//! do something). The caller stamps the graph's shape itself, which a reset changes too (it
+//! zaps every class), so a reset of the deduplication needs no stamp of its own.
 
+use super::types::ReportKind;
 use super::{dedup, policy, scope, summary, suppress};
 use crate::settings;
 
-/// What happened to one report of a batch that can be counted again.
-pub(crate) enum Fate {
-    /// A repeat of a delivered report, of the kind at this place in
-    /// [`ReportKind::ALL`](crate::ReportKind::ALL).
-    Repeat(usize),
-    /// Matched by the declared suppressions at these places.
-    Suppressed(Box<[u32]>),
+/// What happened to one report of a batch that can be counted again: it was of the kind at
+/// place `kind` in [`ReportKind::ALL`](crate::ReportKind::ALL), and either a repeat of a
+/// delivered report (`suppressed_by` `None`) or matched by the declared suppressions at those
+/// places.
+pub(crate) struct Fate {
+    pub(super) kind: usize,
+    pub(super) suppressed_by: Option<Box<[u32]>>,
 }
 
 /// When a batch was classified: what must not have changed for a replay to count the same.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stamp {
-    resets: u64,
     suppressions: usize,
 }
 
@@ -45,7 +45,6 @@ impl Replay {
     /// The stamp of a batch about to be classified.
     pub(super) fn stamp() -> Stamp {
         Stamp {
-            resets: dedup::generation(),
             suppressions: suppress::declared(),
         }
     }
@@ -57,8 +56,8 @@ impl Replay {
         }
     }
 
-    /// Whether a new occurrence of the batch would come to the same: no reset and no new
-    /// suppression since it was classified, repeats not asked for, no panicking policy, and
+    /// Whether a new occurrence of the batch would come to the same: no new suppression
+    /// since it was classified, repeats not asked for, no panicking policy, and
     /// this thread in no test scope. Lock-free.
     pub(crate) fn is_current(&self) -> bool {
         self.stamp == Replay::stamp()
@@ -74,11 +73,18 @@ impl Replay {
     pub(crate) fn count(&self) {
         summary::count_made(self.fates.len() as u64);
         for f in &self.fates {
-            match f {
-                Fate::Repeat(kind) => dedup::count_repeat(*kind),
-                Fate::Suppressed(places) => suppress::count_suppressed_again(places),
+            match &f.suppressed_by {
+                None => dedup::count_repeat(f.kind),
+                Some(places) => suppress::count_suppressed_again(places),
             }
         }
         summary::print_at_exit();
+    }
+
+    /// How many of the batch's reports are cycles (each one an attempt to close a cycle,
+    /// which the validator counts too).
+    pub(crate) fn cycles(&self) -> usize {
+        let cycle = ReportKind::CircularDependency.index();
+        self.fates.iter().filter(|f| f.kind == cycle).count()
     }
 }

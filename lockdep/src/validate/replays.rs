@@ -7,12 +7,13 @@
 //! and build its report again, only for the delivery to count it as a repeat: about 0.75 µs
 //! an acquisition on an Intel Xeon, against 26 ns for the pair in its good order (0.8 µs for
 //! two instances of one class taken in the order opposite to their pair's), and every thread
-//! doing it queues on the one graph lock (1.9 µs with two). Replayed: 0.11–0.15 µs. After the second occurrence (the first one that was
-//! only counted) this thread keeps what the delivery came to, keyed by the chain key and the
-//! sites of the held locks and of the lock taken (a report names them, and a suppression may
-//! match on them); the next occurrence, while the graph has the shape it was searched in
-//! ([`Shape`]) and the replay is current, is counted and pushed, marked as not recorded as
-//! the validation would have left it.
+//! doing it queues on the one graph lock (1.9 µs with two). Replayed: 0.11–0.15 µs.
+//!
+//! After the second occurrence (the first one that was only counted) this thread keeps what
+//! the delivery came to, keyed by the chain key and the sites of the held locks and of the lock
+//! taken (a report names them, and a suppression may match on them); the next occurrence,
+//! while the graph has the shape it was searched in ([`Shape`]) and the replay is current, is
+//! counted and pushed, marked as not recorded as the validation would have left it.
 //!
 //! What else the verdict depends on is in the key too: whether a task is being polled (the
 //! walk of the held locks goes further in a poll, see `check_prevs_add`) and, for a chain that
@@ -36,7 +37,7 @@ use crate::pair_cache;
 use crate::report::Replay;
 
 /// The most chains one thread keeps.
-pub(crate) const KEPT: usize = 32;
+const KEPT: usize = 32;
 
 /// One kept chain.
 struct Kept {
@@ -46,15 +47,7 @@ struct Kept {
     sites: u64,
     /// The graph when the cycle was found.
     shape: Shape,
-    found: Found,
-}
-
-/// A kept chain's verdict: what its delivery came to, and how many cycles its validation
-/// found (each counted in `Stats::cycles_found` again).
-#[derive(Clone)]
-pub(crate) struct Found {
-    pub(crate) replay: Rc<Replay>,
-    pub(crate) cycles: usize,
+    replay: Rc<Replay>,
 }
 
 thread_local! {
@@ -118,14 +111,14 @@ pub(crate) fn await_sites(held: impl Iterator<Item = HeldLock>) -> u64 {
 
 /// The replay kept for the chain `key` with `sites`, if it still applies; a stale one is
 /// forgotten. No lock.
-pub(crate) fn find(key: u64, sites: u64) -> Option<Found> {
+pub(crate) fn find(key: u64, sites: u64) -> Option<Rc<Replay>> {
     KEPT_CHAINS
         .try_with(|k| {
             let mut kept = k.borrow_mut();
             let i = kept.iter().position(|c| c.key == key && c.sites == sites)?;
             let c = &kept[i];
-            if c.shape == Shape::now() && c.found.replay.is_current() {
-                Some(c.found.clone())
+            if c.shape == Shape::now() && c.replay.is_current() {
+                Some(Rc::clone(&c.replay))
             } else {
                 kept.swap_remove(i);
                 None
@@ -135,9 +128,8 @@ pub(crate) fn find(key: u64, sites: u64) -> Option<Found> {
         .flatten()
 }
 
-/// Keeps `replay` for the chain `key` with `sites`, whose reports (`cycles` of them cycles)
-/// were found in `shape`.
-pub(crate) fn keep(key: u64, sites: u64, shape: Shape, replay: Replay, cycles: usize) {
+/// Keeps `replay` for the chain `key` with `sites`, whose reports were found in `shape`.
+pub(crate) fn keep(key: u64, sites: u64, shape: Shape, replay: Replay) {
     let _ = KEPT_CHAINS.try_with(|k| {
         let mut kept = k.borrow_mut();
         kept.retain(|c| !(c.key == key && c.sites == sites));
@@ -148,10 +140,7 @@ pub(crate) fn keep(key: u64, sites: u64, shape: Shape, replay: Replay, cycles: u
             key,
             sites,
             shape,
-            found: Found {
-                replay: Rc::new(replay),
-                cycles,
-            },
+            replay: Rc::new(replay),
         });
     });
 }

@@ -149,16 +149,12 @@ pub(super) fn acquire_slow(
         return;
     };
     if let Some(r) = replayed {
-        r.replay.count();
-        new_chain::count_cycles(r.cycles);
-    } else if let Some((key, sites, shape)) = keep {
+        r.count();
         // Counted when they were found: each found again counts again.
-        let cycles = reports
-            .iter()
-            .filter(|r| matches!(r, Report::CircularDependency(_)))
-            .count();
+        new_chain::count_cycles(r.cycles());
+    } else if let Some((key, sites, shape)) = keep {
         if let Some(r) = report::deliver_replayable(reports) {
-            replays::keep(key, sites, shape, r, cycles);
+            replays::keep(key, sites, shape, r);
         }
     } else {
         // May panic (Policy::Panic): then the lock is not pushed, and the caller never blocks
