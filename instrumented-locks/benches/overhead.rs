@@ -35,7 +35,9 @@
 //! validation), the other detectors against `peer` (the lock they wrap). Run `cargo bench -p
 //! instrumented-locks --bench overhead` (fat LTO in the workspace's bench profile); `--
 //! pair mutex` keeps only the rows whose name contains `pair` or `mutex`, and
-//! `OVERHEAD_ROUNDS=n` sets the number of rounds; `OVERHEAD_LOCK_STAT=1` runs with lock_stat on. With
+//! `OVERHEAD_ROUNDS=n` sets the number of rounds; `OVERHEAD_COLS=raw,on` keeps only the named
+//! columns (the others, and the figures that need them, print as `–`); `OVERHEAD_LOCK_STAT=1`
+//! runs with lock_stat on. With
 //! `--no-default-features` the `on` column is the feature-off build and must equal `raw`.
 //! Under `cargo test --benches`, one short round.
 
@@ -49,7 +51,7 @@ use instrumented_locks::{raw, set_enabled, std_sync};
 type Run<'a> = Box<dyn FnMut(u64) + 'a>;
 
 /// What a column measures.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Col {
     Peer,
     Dd,
@@ -467,6 +469,13 @@ fn main() {
 
     if !filters.is_empty() {
         rows.retain(|r| filters.iter().any(|f| r.name.contains(f.as_str())));
+    }
+    if let Ok(cols) = std::env::var("OVERHEAD_COLS") {
+        let keep: Vec<String> = cols.split(',').map(str::to_lowercase).collect();
+        for row in &mut rows {
+            row.cells
+                .retain(|(c, _)| keep.contains(&format!("{c:?}").to_lowercase()));
+        }
     }
 
     // ns/op per row, cell, round.

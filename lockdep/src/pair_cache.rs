@@ -24,6 +24,12 @@
 //! pairs), and trusted only while the fingerprint of the held instances matches. The runs
 //! are looked up by class among all [`RUNS`] of them, so two classes nested in themselves at
 //! once keep a run each whatever their ids are.
+//!
+//! A run taken again the same way (the same instances, bottom to top: a sharded map's "lock
+//! every shard" in a loop) skips even that: the push of each shard leaves in its slot a
+//! nested memo of the check that accepted it, which holds while no slot's shown fields have
+//! changed and the cache has not been emptied for a new epoch (`Slot::holds_nested_memo`).
+//! Then an acquisition costs the fast path's chain-cache lookup and a few compares more.
 
 use crate::class::ClassId;
 use crate::limits::LOCAL_PAIR_SLOTS as SLOTS;
@@ -179,14 +185,25 @@ impl PairCache {
         }
     }
 
-    /// Empties the cache if it was filled under another epoch than `epoch`.
+    /// Empties the cache if it was filled under another epoch than `epoch`; true if it did
+    /// (then the facts checked under the old epoch are gone, and so must be whatever else was
+    /// concluded from them: see `ThreadState::sync_pairs`).
     #[inline]
-    pub(crate) fn sync(&mut self, epoch: u64) {
-        if self.epoch != epoch {
-            self.sets_mut().fill([0; WAYS]);
-            self.runs = [None; RUNS];
-            self.epoch = epoch;
+    #[must_use]
+    pub(crate) fn sync(&mut self, epoch: u64) -> bool {
+        if self.epoch == epoch {
+            return false;
         }
+        self.sets_mut().fill([0; WAYS]);
+        self.runs = [None; RUNS];
+        self.epoch = epoch;
+        true
+    }
+
+    /// True if the cache was filled under `epoch` (see [`sync`](Self::sync)).
+    #[inline(always)]
+    pub(crate) fn is_synced(&self, epoch: u64) -> bool {
+        self.epoch == epoch
     }
 
     /// True if the held instances of `class` with fingerprint `held` (see [`fingerprint`])
@@ -276,15 +293,15 @@ mod tests {
             ClassId::new(3, 1),
             Kind::of(Mode::Exclusive, Mode::Exclusive),
         );
-        c.sync(5);
+        assert!(c.sync(5), "a new epoch");
         c.insert(0x10, 0x20, class, kind);
         assert!(c.contains(0x10, 0x20, class, kind));
         assert!(!c.contains(0x20, 0x10, class, kind));
         assert!(!c.contains(0x10, 0x20, ClassId::new(4, 1), kind));
         assert!(!c.contains(0x10, 0x20, class, Kind::of(Mode::Read, Mode::Exclusive)));
-        c.sync(5);
+        assert!(!c.sync(5), "the same epoch");
         assert!(c.contains(0x10, 0x20, class, kind));
-        c.sync(6);
+        assert!(c.sync(6));
         assert!(!c.contains(0x10, 0x20, class, kind));
         c.insert(0x10, 0x20, class, kind);
         c.clear();
@@ -300,7 +317,7 @@ mod tests {
             ClassId::new(3, 1),
             Kind::of(Mode::Exclusive, Mode::Exclusive),
         );
-        c.sync(1);
+        assert!(c.sync(1));
         let set = set_of(tag(0x10, 0x1000, class, kind), SETS);
         let same_set: Vec<usize> = (0x1000..)
             .step_by(64)
@@ -333,7 +350,7 @@ mod tests {
             ClassId::new(3, 1),
             Kind::of(Mode::Exclusive, Mode::Exclusive),
         );
-        c.sync(1);
+        assert!(c.sync(1));
         for to in 1..=40 {
             c.insert(0x10, to * 64, class, kind);
         }
@@ -349,7 +366,7 @@ mod tests {
         assert!(c.is_run(1, class, 5, 0x40));
         c.reserve(10);
         assert!(!c.big.is_empty(), "never shrinks on its own");
-        c.sync(2);
+        assert!(c.sync(2));
         assert!(!c.contains(0x10, 64, class, kind));
         c.insert(0x10, 64, class, kind);
         c.shrink();
@@ -362,7 +379,7 @@ mod tests {
     #[test]
     fn runs_are_kept_per_class_and_the_oldest_class_leaves() {
         let mut c = PairCache::new();
-        c.sync(1);
+        assert!(c.sync(1));
         // Ids congruent modulo RUNS: a table indexed by id would keep one of them.
         let classes: Vec<ClassId> = (0..=RUNS as u32)
             .map(|i| ClassId::new(i * RUNS as u32, 1))

@@ -10,7 +10,9 @@ use std::sync::{mpsc, Arc, Barrier};
 use std::time::Duration;
 
 use common::*;
-use lockdep::{Capacity, CircularDependency, DynamicKey, LockClassKey, LockMap, Nesting, Report};
+use lockdep::{
+    Capacity, CircularDependency, DynamicKey, LockClassKey, LockMap, Mode, Nesting, Report,
+};
 
 /// A map of the class of [`accounts`] (one construction line).
 fn account() -> LockMap {
@@ -248,6 +250,63 @@ fn changing_the_rule_drops_cached_pair_checks() {
     assert_reports!();
     lockdep::set_nesting(Nesting::Strict);
     pair(l[0], l[1]);
+    assert_reports!(Report::MissingNestingAnnotation(_));
+}
+
+/// A run of shards taken again round after round is accepted from its slots' nested memos
+/// (the stack below shows the instances their check accepted, under the same pair epoch). A
+/// rule change ends every one of them: the first shard's check under the new rule empties
+/// the pair cache, and the memos above it, made under the old rule, go with it, so that each
+/// shard is reported, not only the first.
+#[test]
+fn changing_the_rule_ends_the_memos_of_a_run_taken_again() {
+    let _h = start();
+    lockdep::set_report_repeats(true);
+    let shards = accounts(4);
+    for round in 0..3 {
+        let taken = lock_all(&shards);
+        assert!(round == 0 || taken == 0, "round {round}: {taken} sections");
+    }
+    assert_reports!();
+    lockdep::set_nesting(Nesting::Strict);
+    lock_all(&shards);
+    assert_reports!(
+        Report::MissingNestingAnnotation(_),
+        Report::MissingNestingAnnotation(_),
+        Report::MissingNestingAnnotation(_)
+    );
+    lockdep::set_report_repeats(false);
+}
+
+/// The same, when the first check under the new rule is accepted (one lock read-taken again
+/// under another subclass: the held instance is its own, held compatibly) and changes no
+/// slot: the pair cache it empties still ends the memos above, made under the old rule.
+#[test]
+fn an_accepted_check_under_a_new_rule_ends_the_memos_above_it() {
+    let _h = start();
+    let r = Box::leak(Box::new(LockMap::new("r")));
+    let shards = accounts(2);
+    let take = || {
+        let site = std::panic::Location::caller();
+        lockdep::acquire(r, 0, Mode::RecursiveRead, false, None, site);
+        lockdep::acquire(r, 1, Mode::RecursiveRead, false, None, site);
+        lock(shards[0]);
+        lock(shards[1]);
+    };
+    let drop_all = || {
+        unlock(shards[1]);
+        unlock(shards[0]);
+        unlock(r);
+        unlock(r);
+    };
+    for _ in 0..3 {
+        take();
+        drop_all();
+    }
+    assert_reports!();
+    lockdep::set_nesting(Nesting::Strict);
+    take();
+    drop_all();
     assert_reports!(Report::MissingNestingAnnotation(_));
 }
 

@@ -358,6 +358,8 @@ pub(crate) fn claim(identity: Identity) -> Option<&'static Record> {
     // Relaxed: the record is not owned by anyone (its generation is even) and owned by us from
     // here; readers check the generation again after reading the identity under its mutex.
     r.len.store(0, Ordering::Relaxed);
+    // The last owner's nested memos, left in the slots, are not ours to trust.
+    r.forget_nested_memos();
     r.wait_instance.store(0, Ordering::Relaxed);
     r.wait_condvar.store(0, Ordering::Relaxed);
     // Relaxed: as above; the SLOW bit stays as `set_slow_all` left it.
@@ -467,6 +469,24 @@ impl Record {
         // second load of the counter.
         self.seq.store(s + 2, Ordering::Release);
         fence(Ordering::Release);
+    }
+
+    /// The sequence counter as the owner last stored it (even: no section is open while the
+    /// owner pushes), for a nested memo (see `Slot::holds_nested_memo`). For the owner only.
+    #[inline(always)]
+    pub(crate) fn seq_owner(&self) -> u64 {
+        // Relaxed: only the owner stores the counter, and a thread sees its own stores.
+        self.seq.load(Ordering::Relaxed)
+    }
+
+    /// Moves the sequence counter with no slot changed (by two: it stays even), so that no
+    /// nested memo set before holds (see `Slot::holds_nested_memo`). A reader in a section
+    /// at that moment retries, needlessly. For the owner only.
+    pub(crate) fn forget_nested_memos(&self) {
+        // Relaxed (both): only the owner writes the counter, and no slot store is ordered by
+        // this move (a reader that sees either value reads the same slots).
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s + 2, Ordering::Relaxed);
     }
 
     /// The depth word as the owner last stored it: the owner's stack depth while it holds the

@@ -47,6 +47,12 @@ const SHOWN: u64 = !(PAIRED | PIN_MASK | LEFT_NESTED | UNRECORDED);
 /// has) set.
 const MEMO: u64 = 1 << 63;
 
+/// A [`Slot::memo`] that holds a nested memo (see [`Slot::holds_nested_memo`]): the record's
+/// sequence counter, with this bit set and [`MEMO`] clear, so that it never equals a memo.
+/// The counter moves by two at each change of a shown slot field, so it stays below this bit
+/// for as long as a program runs (2^61 changes: centuries at one per nanosecond).
+const NESTED_MEMO: u64 = 1 << 62;
+
 /// The low bits of a slot's first word that hold the entry's mode (see [`tagged`]).
 pub(crate) const MODE_BITS: usize = 0b11;
 
@@ -164,7 +170,9 @@ pub(crate) struct Slot {
     /// The owner's: the nest_lock's instance, or 0.
     nest_lock: AtomicUsize,
     /// The owner's: `below | MEMO` when the fast path found this entry's chain valid over
-    /// the chain key `below` (see [`holds_memo`](Self::holds_memo)), 0 otherwise. Every store
+    /// the chain key `below` (see [`holds_memo`](Self::holds_memo)), `seq | NESTED_MEMO`
+    /// when the instance check of a marked chain accepted the entry with the record's counter
+    /// at `seq` (see [`holds_nested_memo`](Self::holds_nested_memo)), 0 otherwise. Every store
     /// of the entry's words or chain key clears it.
     memo: AtomicU64,
 }
@@ -528,6 +536,34 @@ impl Slot {
         // Relaxed (both): the owner's word; the shown bits stay as they were.
         let m = self.meta.load(Ordering::Relaxed);
         self.meta.store(m | LEFT_NESTED, Ordering::Relaxed);
+    }
+
+    /// Whether the push of an entry on a marked chain (see `chain::Hit::Nested`), whose other
+    /// facts are those of [`holds_head`](Self::holds_head), may skip the check of its held
+    /// instances: the slot holds the entry, and its nested memo says that the check accepted
+    /// it when the record's sequence counter was `seq`, the counter now. The counter moves at
+    /// every change of a shown field of any slot (see `Record::will_push`, `Record::begin`)
+    /// and whenever the thread's pair cache is emptied for a new pair epoch (see
+    /// `ThreadState::sync_pairs`), so the entries below show what they showed then: the same
+    /// instances, classes, modes and pair tags, the only facts of the stack the instance check
+    /// reads, and the pairs it found were checked under the same epoch, in which no pair
+    /// leaves the graph. The caller still looks the chain up (the owner's fields below, which
+    /// the counter does not follow, are in its key) and checks that the cache's epoch is the
+    /// current one.
+    #[inline(always)]
+    pub fn holds_nested_memo(&self, seq: u64, class: ClassId, p: &PlainWords) -> bool {
+        // Relaxed: the owner's field.
+        self.memo.load(Ordering::Relaxed) == seq | NESTED_MEMO && self.holds_head(class, p)
+    }
+
+    /// Notes that the instance check of this entry's push on a marked chain accepted it, the
+    /// record's sequence counter being `seq` after the push (the owner; see
+    /// [`holds_nested_memo`](Self::holds_nested_memo)).
+    #[inline(always)]
+    pub fn set_nested_memo(&self, seq: u64) {
+        debug_assert!(seq < NESTED_MEMO);
+        // Relaxed: the owner's field.
+        self.memo.store(seq | NESTED_MEMO, Ordering::Relaxed);
     }
 
     /// Forgets the memo (the owner): the chain it names must be validated again.

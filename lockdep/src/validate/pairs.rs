@@ -143,7 +143,7 @@ pub(super) fn may_hold_instance(g: &Global, st: &ThreadState, next: &HeldLock) -
 #[inline(never)]
 pub(super) fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
     let epoch = nesting::pair_epoch();
-    st.pairs.sync(epoch);
+    st.sync_pairs(epoch);
     let Some((fp, i)) = scan else {
         return pairs_with_next(st, next);
     };

@@ -122,7 +122,7 @@ pub(super) fn acquire_slow(
         }
         if !checked.is_empty() {
             // Checked under `epoch`: if it moved meanwhile, the next check empties the cache.
-            st.pairs.sync(epoch);
+            st.sync_pairs(epoch);
             // Room for a pair per held instance: a deep run keeps its pairs round after round.
             st.pairs.reserve(st.depth());
             for &(i, kind) in &checked {

@@ -85,15 +85,33 @@ impl ThreadState {
     }
 
     /// [`push_fast`](Self::push_fast) for a chain found valid by a marked hit whose held
-    /// instances were just checked: the same push, but the memo is cleared, not set, since a
-    /// memo hit would skip that check the next time.
+    /// instances were just checked: the same push, but with a nested memo, not a memo (a memo
+    /// hit would skip the instance check the next time; a nested memo hit skips it only while
+    /// the stack below shows the same instances, see [`Slot::holds_nested_memo`]).
     #[inline(always)]
     pub fn push_fast_checked(&mut self, top: FastTop, key: u64, p: &Plain) {
         self.push_plain(top, key, p, None);
     }
 
-    /// The two pushes above: the slot rewritten unless it holds the entry, then its memo set
-    /// over the chain key `memo` below, or cleared (`None`), then the depth stored.
+    /// The push of an entry on a marked chain whose chain key the caller found valid in the
+    /// chain cache, if the slot's nested memo vouches for its instance check (see
+    /// [`Slot::holds_nested_memo`]; the caller checked the pair cache's epoch): then only the
+    /// depth is stored. A shard of a sharded map taken again in the same order as before, say.
+    /// False (and nothing changed) otherwise.
+    #[inline(always)]
+    pub fn push_nested_memo(&mut self, top: FastTop, p: &Plain) -> bool {
+        let FastTop { r, word } = top;
+        let slot = self.top_slot_in_room(record::depth_of(word));
+        if !slot.holds_nested_memo(r.seq_owner(), p.class, &p.words()) {
+            return false;
+        }
+        r.store_len(record::pushed_word(word));
+        true
+    }
+
+    /// The pushes above: the slot rewritten unless it holds the entry, then its memo set over
+    /// the chain key `memo` below, or (`None`) its nested memo set with the record's counter
+    /// as the rewrite left it, then the depth stored.
     #[inline(always)]
     fn push_plain(&mut self, top: FastTop, key: u64, p: &Plain, memo: Option<u64>) {
         let FastTop { r, word } = top;
@@ -103,7 +121,7 @@ impl ThreadState {
         }
         match memo {
             Some(below) => slot.set_memo(below),
-            None => slot.forget_memo(),
+            None => slot.set_nested_memo(r.seq_owner()),
         }
         r.store_len(record::pushed_word(word));
     }

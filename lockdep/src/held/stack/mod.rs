@@ -554,6 +554,19 @@ impl ThreadState {
         record::depth_of(self.word())
     }
 
+    /// Empties the thread's pair cache if it was filled under another pair epoch than `epoch`
+    /// (see `PairCache::sync`), and then forgets every nested memo (see
+    /// `Slot::holds_nested_memo`) by moving the record's counter: a memo vouches for an
+    /// instance check whose pairs were checked under the old epoch.
+    #[inline]
+    pub fn sync_pairs(&mut self, epoch: u64) {
+        if self.pairs.sync(epoch) {
+            if let Some(r) = self.record {
+                r.forget_nested_memos();
+            }
+        }
+    }
+
     /// The depth that counts against the limit: held entries not covered by a nest_lock.
     #[inline]
     pub fn depth(&self) -> usize {
