@@ -21,7 +21,9 @@
 //!
 //! Rows: mutex lock+unlock and try_lock, a new mutex each time (made, locked once, dropped),
 //! a nested pair A→B (and the same pair released in the order taken, as a tuple of guards
-//! drops), an 8-deep nest (eight classes), eight instances of one class held in
+//! drops), A→B then A→C under one hold of A (B and C take turns in one slot of the held
+//! stack, so every second lock is a chain-cache hit with no memo), an 8-deep nest (eight
+//! classes), eight instances of one class held in
 //! one order (an ordered run of shards), rwlock read /
 //! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
@@ -292,6 +294,16 @@ fn main() {
         Ours::new(0u64),
         Floor::new(0u64),
     );
+    let c = (
+        real_parking_lot::Mutex::new(0u64),
+        DdMutex::new(0u64),
+        TmMutex::new(0u64),
+        DxMutex::new(0u64),
+        Raw::new(0u64),
+        Ours::new(0u64),
+        Ours::new(0u64),
+        Floor::new(0u64),
+    );
     let d_pl = eight!(real_parking_lot::Mutex::new(0u64));
     let d_dd = eight!(DdMutex::new(0u64));
     let d_tm = eight!(TmMutex::new(0u64));
@@ -400,6 +412,17 @@ fn main() {
             // A tuple of guards drops its first field first: the lock below goes first.
             let g = (black_box(x.0).lock(), black_box(x.1).lock());
             black_box(&g);
+        }),
+        row!("A→B, then A→C (a chain-cache hit)", 3, OPS / 2,
+        [Peer: (&a.0, &b.0, &c.0), Dd: (&a.1, &b.1, &c.1), Tm: (&a.2, &b.2, &c.2),
+         Dx: (&a.3, &b.3, &c.3), Raw: (&a.4, &b.4, &c.4), Floor: (&a.7, &b.7, &c.7),
+         On: (&a.5, &b.5, &c.5), Off: (&a.6, &b.6, &c.6)],
+        |x| {
+            // B and C take turns in the slot above A: no memo holds, the chain cache answers.
+            let mut ga = black_box(x.0).lock();
+            *black_box(x.1).lock() += 1;
+            *black_box(x.2).lock() += 1;
+            *ga += 1;
         }),
         row!("8-deep nest", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, Floor: &d_floor, On: &d_on,
