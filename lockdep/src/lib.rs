@@ -167,19 +167,17 @@
 //!    protected bucket walk of `keys::lookup`.
 //! 2. **Held stack** (`thread`, `held`): the thread's held-lock stack, in a thread-local; the
 //!    new entry's chain key extends the stack's (`held::entry`).
-//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's four-way
+//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's two-way
 //!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
 //!    with no lock taken and no shared write. The usual case (a live cached class, room on
 //!    the stack, a chain head, a trylock or a hit in the thread's cache) is the fast path,
-//!    in two halves through a thread-local with no destructor (`thread::local`):
-//!    `validate::acquire_fast`, inlined into the wrappers' one call per lock, pushes a chain
-//!    head or a lock re-taken at the same depth, site and mode over the same chain below (a
-//!    loop): its slot already holds the entry, with a memo that its chain over the key below
-//!    was found valid (`held::slot`'s `holds_any_memo`; at the bottom of the stack the
+//!    `validate::acquire_fast`: inlined, with no call at all (everything else is a tail call
+//!    to the general path), through a thread-local with no destructor (`thread::local`). A
+//!    lock re-taken at the same depth, site and mode over the same chain below (a loop) costs
+//!    less still: its slot already holds the entry, with a memo that its chain over the key
+//!    below was found valid (`held::slot`'s `holds_memo`; at the bottom of the stack the
 //!    entry's shown words suffice, `holds_head`), so the push stores only the depth and
-//!    neither the chain key nor the cache is needed. Else a tail call to the second half,
-//!    `acquire_cached`, for the chain key and the thread's cache, and from there a tail call
-//!    to the general path. The first half's few registers need no saving but three.
+//!    neither the chain key nor the cache is needed.
 //! 4. **Validation** (`validate::slow` and `validate::new_chain`), under the graph lock (the
 //!    section of step 1, if the class needed one: a new lock's first acquisition takes the
 //!    graph lock once, see [`graph_lock_sections`]): `check_deadlock` (is the class already

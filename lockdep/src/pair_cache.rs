@@ -28,9 +28,8 @@
 //! A run taken again the same way (the same instances, bottom to top: a sharded map's "lock
 //! every shard" in a loop) skips even that: the push of each shard leaves in its slot a
 //! nested memo of the check that accepted it, which holds while no slot's shown fields have
-//! changed and the cache has not been emptied for a new epoch (`Slot::holds_any_memo`).
-//! Then an acquisition costs what a loop's memo hit costs, and two loads more (the record's
-//! counter and the pair epoch).
+//! changed and the cache has not been emptied for a new epoch (`Slot::holds_nested_memo`).
+//! Then an acquisition costs the fast path's chain-cache lookup and a few compares more.
 
 use crate::class::ClassId;
 use crate::limits::LOCAL_PAIR_SLOTS as SLOTS;

@@ -472,7 +472,7 @@ impl Record {
     }
 
     /// The sequence counter as the owner last stored it (even: no section is open while the
-    /// owner pushes), for a nested memo (see `Slot::holds_any_memo`). For the owner only.
+    /// owner pushes), for a nested memo (see `Slot::holds_nested_memo`). For the owner only.
     #[inline(always)]
     pub(crate) fn seq_owner(&self) -> u64 {
         // Relaxed: only the owner stores the counter, and a thread sees its own stores.
@@ -480,7 +480,7 @@ impl Record {
     }
 
     /// Moves the sequence counter with no slot changed (by two: it stays even), so that no
-    /// nested memo set before holds (see `Slot::holds_any_memo`). A reader in a section
+    /// nested memo set before holds (see `Slot::holds_nested_memo`). A reader in a section
     /// at that moment retries, needlessly. For the owner only.
     pub(crate) fn forget_nested_memos(&self) {
         // Relaxed (both): only the owner writes the counter, and no slot store is ordered by

@@ -47,22 +47,11 @@ const SHOWN: u64 = !(PAIRED | PIN_MASK | LEFT_NESTED | UNRECORDED);
 /// has) set.
 const MEMO: u64 = 1 << 63;
 
-/// A [`Slot::memo`] that holds a nested memo (see [`Slot::holds_any_memo`]): a 62-bit
-/// fingerprint of the chain key below and the record's sequence counter (see
-/// [`nested_memo_word`]), with this bit set and [`MEMO`] clear, so that it never equals a
-/// memo.
+/// A [`Slot::memo`] that holds a nested memo (see [`Slot::holds_nested_memo`]): the record's
+/// sequence counter, with this bit set and [`MEMO`] clear, so that it never equals a memo.
+/// The counter moves by two at each change of a shown slot field, so it stays below this bit
+/// for as long as a program runs (2^61 changes: centuries at one per nanosecond).
 const NESTED_MEMO: u64 = 1 << 62;
-
-/// The nested memo of a check made over the chain key `below` with the record's sequence
-/// counter at `seq`: `below` (a well-mixed 64-bit hash) xor-ed with `seq` spread by an odd
-/// multiplier (a bijection, so two counters never give one word over the same key), cut to
-/// 62 bits, with [`NESTED_MEMO`]. Two different pairs give the same word with a chance of
-/// 2^-62, the order of a chain-key collision, which every chain cache (the kernel's too)
-/// accepts.
-#[inline(always)]
-fn nested_memo_word(below: u64, seq: u64) -> u64 {
-    ((below ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15)) & !(MEMO | NESTED_MEMO)) | NESTED_MEMO
-}
 
 /// The low bits of a slot's first word that hold the entry's mode (see [`tagged`]).
 pub(crate) const MODE_BITS: usize = 0b11;
@@ -181,11 +170,10 @@ pub(crate) struct Slot {
     /// The owner's: the nest_lock's instance, or 0.
     nest_lock: AtomicUsize,
     /// The owner's: `below | MEMO` when the fast path found this entry's chain valid over
-    /// the chain key `below` (see [`holds_any_memo`](Self::holds_any_memo)), a nested memo (see
-    /// [`nested_memo_word`]) when the instance check of a marked chain over `below` accepted
-    /// the entry with the record's counter at `seq` (see
-    /// [`holds_any_memo`](Self::holds_any_memo)), 0 otherwise. Every store of the
-    /// entry's words or chain key clears it.
+    /// the chain key `below` (see [`holds_memo`](Self::holds_memo)), `seq | NESTED_MEMO`
+    /// when the instance check of a marked chain accepted the entry with the record's counter
+    /// at `seq` (see [`holds_nested_memo`](Self::holds_nested_memo)), 0 otherwise. Every store
+    /// of the entry's words or chain key clears it.
     memo: AtomicU64,
 }
 
@@ -300,7 +288,7 @@ pub(crate) struct Words {
 }
 
 /// The shown words of a plain acquisition (no nest_lock, no pin, not paired) that the fast
-/// path's shortcuts compare a slot with ([`Slot::holds_head`], [`Slot::holds_any_memo`],
+/// path's shortcuts compare a slot with ([`Slot::holds_head`], [`Slot::holds_memo`],
 /// [`Slot::holds_fast`]).
 #[derive(Clone, Copy)]
 pub(crate) struct PlainWords {
@@ -435,8 +423,16 @@ impl Slot {
         self.class.load(Ordering::Relaxed) == class.to_bits() && self.shows_plain(p)
     }
 
-    /// [`holds_any_memo`](Self::holds_any_memo) for a memo only (the unit tests).
-    #[cfg(test)]
+    /// Whether the fast path's push of an entry over a non-empty stack, whose chain key below
+    /// is `below` and whose other facts are those of [`holds_head`](Self::holds_head), may
+    /// store only the depth: the slot holds the entry, and its memo says that its chain over
+    /// `below` was found valid. The same chain key below, class and `meta` mean the same
+    /// chain key (a function of them), which was valid then and so is now (a chain's validity
+    /// never ends: a zapped class's id does not come back, so its chains' keys are made by no
+    /// live class); the memo was set by a plain push (no nest_lock), and the full `meta`
+    /// compare rules out pins and paired marks. Neither the chain key nor the chain cache is
+    /// looked at.
+    #[inline(always)]
     pub fn holds_memo(&self, below: u64, class: ClassId, p: &PlainWords) -> bool {
         // Relaxed: the owner's field.
         self.memo.load(Ordering::Relaxed) == below | MEMO && self.holds_head(class, p)
@@ -542,55 +538,32 @@ impl Slot {
         self.meta.store(m | LEFT_NESTED, Ordering::Relaxed);
     }
 
-    /// Whether the push of an entry whose chain key below is `below` and whose other facts
-    /// are those of [`holds_head`](Self::holds_head) may store only the depth: the slot holds
-    /// the entry, and its memo is either a memo over `below` (see
-    /// above) or, if `synced()` (the thread's pair cache is of
-    /// the current pair epoch), a nested memo over `below` with the record's counter at
-    /// `seq`, the counter now.
-    ///
-    /// A memo says that the chain over `below` was found valid. The same chain key below,
-    /// class and `meta` mean the same chain key (a function of them), which was valid then
-    /// and so is now (a chain's validity never ends: a zapped class's id does not come back,
-    /// so its chains' keys are made by no live class); a memo is set by a plain push (no
-    /// nest_lock), and the full `meta` compare rules out pins and paired marks.
-    ///
-    /// A nested memo says that the chain is valid and that the instance check of its marked
-    /// chain (see `chain::Hit::Nested`) accepted the entry over what the stack below showed.
-    /// The same chain key below means the same chain key, valid then and so now (as for a
-    /// memo). The counter moves at every change of a shown field of any slot (see
-    /// `Record::will_push`, `Record::begin`) and whenever the thread's pair cache is emptied
-    /// for a new pair epoch (see `ThreadState::sync_pairs`), so the entries below show what
-    /// they showed then: the same instances, classes, modes and pair tags, the only facts of
-    /// the stack the instance check reads; and the pairs it found were checked under the
-    /// current epoch, in which no pair leaves the graph. Neither the chain key nor the chain
-    /// cache is looked at; `seq` and `synced` only for a nested memo.
+    /// Whether the push of an entry on a marked chain (see `chain::Hit::Nested`), whose other
+    /// facts are those of [`holds_head`](Self::holds_head), may skip the check of its held
+    /// instances: the slot holds the entry, and its nested memo says that the check accepted
+    /// it when the record's sequence counter was `seq`, the counter now. The counter moves at
+    /// every change of a shown field of any slot (see `Record::will_push`, `Record::begin`)
+    /// and whenever the thread's pair cache is emptied for a new pair epoch (see
+    /// `ThreadState::sync_pairs`), so the entries below show what they showed then: the same
+    /// instances, classes, modes and pair tags, the only facts of the stack the instance check
+    /// reads, and the pairs it found were checked under the same epoch, in which no pair
+    /// leaves the graph. The caller still looks the chain up (the owner's fields below, which
+    /// the counter does not follow, are in its key) and checks that the cache's epoch is the
+    /// current one.
     #[inline(always)]
-    pub fn holds_any_memo(
-        &self,
-        below: u64,
-        seq: impl FnOnce() -> u64,
-        synced: impl FnOnce() -> bool,
-        class: ClassId,
-        p: &PlainWords,
-    ) -> bool {
+    pub fn holds_nested_memo(&self, seq: u64, class: ClassId, p: &PlainWords) -> bool {
         // Relaxed: the owner's field.
-        let m = self.memo.load(Ordering::Relaxed);
-        let memo = m == below | MEMO
-            || (m & (MEMO | NESTED_MEMO) == NESTED_MEMO
-                && m == nested_memo_word(below, seq())
-                && synced());
-        memo && self.holds_head(class, p)
+        self.memo.load(Ordering::Relaxed) == seq | NESTED_MEMO && self.holds_head(class, p)
     }
 
-    /// Notes that the instance check of this entry's push on a marked chain over the chain key
-    /// `below` accepted it, the record's sequence counter being `seq` after the push (the
-    /// owner; see [`holds_any_memo`](Self::holds_any_memo)).
+    /// Notes that the instance check of this entry's push on a marked chain accepted it, the
+    /// record's sequence counter being `seq` after the push (the owner; see
+    /// [`holds_nested_memo`](Self::holds_nested_memo)).
     #[inline(always)]
-    pub fn set_nested_memo(&self, below: u64, seq: u64) {
+    pub fn set_nested_memo(&self, seq: u64) {
+        debug_assert!(seq < NESTED_MEMO);
         // Relaxed: the owner's field.
-        self.memo
-            .store(nested_memo_word(below, seq), Ordering::Relaxed);
+        self.memo.store(seq | NESTED_MEMO, Ordering::Relaxed);
     }
 
     /// Forgets the memo (the owner): the chain it names must be validated again.

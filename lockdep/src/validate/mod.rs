@@ -4,9 +4,8 @@
 //! delivered after they are released and before the held stack changes.
 //!
 //! An acquisition goes as far down this list as it must:
-//! - here, the fast path (a cached class, room on the stack, and a chain head or a memo hit,
-//!   inlined into the caller; then, a tail call away, a plain hit in the thread's chain
-//!   cache) and the general path
+//! - here, the fast path (inlined into the caller: a cached class, room on the stack, and a
+//!   chain head, a memo hit or a plain hit in the thread's chain cache) and the general path
 //!   (a new lock of a known class, a marked chain whose pairs the thread's caches show);
 //! - [`pairs`]: the rest of a chain-cache lookup, and the instance pairs of a class nested in
 //!   itself, from the thread's caches;
@@ -53,8 +52,8 @@ enum FastPath {
     Untracked,
 }
 
-/// See [`crate::acquire`]: the fast path's first half inline, the rest called last (a tail
-/// call), so that the first half makes no call and saves few registers.
+/// See [`crate::acquire`]: the fast path inline, the rest called last (a tail call), so that
+/// the fast path makes no call and saves no register.
 #[inline]
 pub(crate) fn acquire(
     map: &LockMap,
@@ -110,40 +109,8 @@ fn fast_or(
     site: Site,
     slow: impl FnOnce(&LockMap, u8, Mode, bool, Option<&LockMap>, Site),
 ) {
-    if nest_lock.is_some() {
-        return slow(map, subclass, mode, trylock, nest_lock, site);
-    }
-    match acquire_fast(map, subclass, mode, trylock, site) {
-        First::Pushed => {}
-        First::Cached => cached_or(map, subclass, mode, trylock, site, slow),
-        First::General => slow(map, subclass, mode, trylock, None, site),
-    }
-}
-
-/// What [`acquire_fast`] did.
-enum First {
-    /// Pushed.
-    Pushed,
-    /// Nothing: the chain cache may know the chain ([`cached_or`] next).
-    Cached,
-    /// Nothing: the general path next.
-    General,
-}
-
-/// The second half of the fast path, out of line (a tail call from the first, whose few
-/// registers then need no saving): a hit in the thread's chain cache pushes (or, on a marked
-/// chain, the nested memo does); anything else calls `slow` (a tail call too).
-#[inline(never)]
-fn cached_or(
-    map: &LockMap,
-    subclass: u8,
-    mode: Mode,
-    trylock: bool,
-    site: Site,
-    slow: impl FnOnce(&LockMap, u8, Mode, bool, Option<&LockMap>, Site),
-) {
-    if !acquire_cached(map, subclass, mode, trylock, site) {
-        slow(map, subclass, mode, trylock, None, site);
+    if nest_lock.is_some() || !acquire_fast(map, subclass, mode, trylock, site) {
+        slow(map, subclass, mode, trylock, nest_lock, site);
     }
 }
 
@@ -185,21 +152,21 @@ fn acquire_general_then_count(
 }
 
 /// The usual acquisition, with no call and no shared write: a live cached class, room on the
-/// stack, below the depth limit, and a chain head or a memo hit (see `Slot::holds_any_memo`).
-/// Pushes; else says whether the thread's chain cache is worth a look ([`acquire_cached`]).
+/// stack, below the depth limit, and a chain head, a trylock or a plain hit in the thread's
+/// chain cache. Pushes and returns true; false (and nothing changed) otherwise.
 #[inline(always)]
-fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Site) -> First {
+fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Site) -> bool {
     // The sealed check: it counts only with a record, which `fast_top` requires below.
     let Some(class) = resolve::cached_class_sealed(map, subclass) else {
-        return First::General;
+        return false;
     };
     // SAFETY: used only in this function, which makes no call that can reach the thread's
     // state (the steps below are inlined; the entry's fields are plain reads of the map).
     let Some(st) = (unsafe { thread::state_fast() }) else {
-        return First::General;
+        return false;
     };
     let Some(top) = st.fast_top() else {
-        return First::General;
+        return false;
     };
     // Only now the rest of the entry: its loads stay off the paths that give up.
     let p = plain(map, class, subclass, mode, trylock, site);
@@ -207,45 +174,24 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
     if len == 0 {
         // A chain head: nothing to validate.
         st.push_head_fast(top, &p);
-        return First::Pushed;
+        return true;
     }
     let below = st.key_below(len);
-    if st.push_memo_fast(top, below, &p, nesting::pair_epoch) {
-        return First::Pushed;
+    if st.push_memo_fast(top, below, &p) {
+        return true;
     }
-    First::Cached
-}
-
-/// The rest of the fast path, when [`acquire_fast`] found a stack to push on but no memo: a
-/// plain hit in the thread's chain cache, or a trylock (no dependency into it), pushes. True
-/// if it pushed; false (and nothing changed) otherwise.
-#[inline(always)]
-fn acquire_cached(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Site) -> bool {
-    let Some(class) = resolve::cached_class_sealed(map, subclass) else {
-        return false;
-    };
-    // SAFETY: as in `acquire_fast`: used only in this function, which makes no call that can
-    // reach the thread's state.
-    let Some(st) = (unsafe { thread::state_fast() }) else {
-        return false;
-    };
-    let Some(top) = st.fast_top() else {
-        return false;
-    };
-    let len = top.len();
-    if len == 0 {
-        return false;
-    }
-    let p = plain(map, class, subclass, mode, trylock, site);
-    let below = st.key_below(len);
     let key = HeldLock::chain_key_of(below, class, mode, trylock, 0);
     if !trylock {
         match st.cache.lookup(key) {
             Hit::Plain => {}
-            // A marked chain (see `chain::Hit::Nested`): its instances are checked on the
-            // general path (`acquire_marked`), which leaves a nested memo that
-            // `acquire_fast` tries first the next time.
-            Hit::Nested | Hit::Miss => return false,
+            // A marked chain (see `chain::Hit::Nested`) whose instance check `acquire_marked`
+            // made over what the stack below shows now, with pairs checked under the current
+            // epoch (see `Slot::holds_nested_memo`): accepted again, with no call. An
+            // ordered run of shards taken again.
+            Hit::Nested => {
+                return st.pairs.is_synced(nesting::pair_epoch()) && st.push_nested_memo(top, &p)
+            }
+            Hit::Miss => return false,
         }
     }
     st.push_fast(top, below, key, &p);
@@ -259,7 +205,7 @@ fn acquire_cached(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: 
 /// [`pair_cache`](crate::pair_cache)) whose pairs with the lock were checked (every shard of a
 /// sharded map taken in order). Here, at the general path's start, and not in [`acquire_fast`],
 /// whose code stays as short as it was: that one only tries the nested memo this push leaves
-/// in the slot (see `Slot::holds_any_memo`), so that the same push over the same held
+/// in the slot (see `Slot::holds_nested_memo`), so that the same push over the same held
 /// instances is accepted again with no call. False (and nothing changed but the pair cache's
 /// run) otherwise.
 #[inline(always)]
@@ -277,8 +223,7 @@ fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
         return false;
     };
     let len = top.len();
-    let below = st.key_below(len);
-    let key = HeldLock::chain_key_of(below, class, mode, false, 0);
+    let key = HeldLock::chain_key_of(st.key_below(len), class, mode, false, 0);
     if len == 0 || st.cache.lookup(key) != Hit::Nested {
         return false;
     }
@@ -299,7 +244,7 @@ fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
             return false;
         }
     }
-    st.push_fast_checked(top, below, key, &p);
+    st.push_fast_checked(top, key, &p);
     true
 }
 
@@ -360,11 +305,7 @@ fn acquire_general(
         // and then the fast path's push.
         if resolve::cached_class(map, subclass).is_none()
             && resolve::adopt_known(map, subclass)
-            && match acquire_fast(map, subclass, mode, trylock, site) {
-                First::Pushed => true,
-                First::Cached => acquire_cached(map, subclass, mode, trylock, site),
-                First::General => false,
-            }
+            && acquire_fast(map, subclass, mode, trylock, site)
         {
             return;
         }

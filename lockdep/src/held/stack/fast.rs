@@ -49,24 +49,14 @@ impl ThreadState {
     }
 
     /// The fast path's push of a plain entry over the non-empty stack `top` found, whose
-    /// chain key below is `below`, if the top slot's memo says that the chain is valid, or its
-    /// nested memo that the chain is valid and the entry's instance check holds (see
-    /// [`Slot::holds_any_memo`]; `epoch` gives the current pair epoch, loaded only for a
-    /// nested memo): then only the depth is stored, and neither the chain key nor the chain
-    /// cache is needed. False (and nothing changed) otherwise.
+    /// chain key below is `below`, if the top slot's memo says that the chain is valid (see
+    /// [`Slot::holds_memo`]): then only the depth is stored, and neither the chain key nor
+    /// the chain cache is needed. False (and nothing changed) otherwise.
     #[inline(always)]
-    pub fn push_memo_fast(
-        &mut self,
-        top: FastTop,
-        below: u64,
-        p: &Plain,
-        epoch: impl FnOnce() -> u64,
-    ) -> bool {
+    pub fn push_memo_fast(&mut self, top: FastTop, below: u64, p: &Plain) -> bool {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
-        let pairs = &self.pairs;
-        let synced = || pairs.is_synced(epoch());
-        if !slot.holds_any_memo(below, || r.seq_owner(), synced, p.class, &p.words()) {
+        if !slot.holds_memo(below, p.class, &p.words()) {
             return false;
         }
         r.store_len(record::pushed_word(word));
@@ -80,7 +70,7 @@ impl ThreadState {
     /// only [`push_memo_fast`](Self::push_memo_fast).
     #[inline(always)]
     pub fn push_fast(&mut self, top: FastTop, below: u64, key: u64, p: &Plain) {
-        self.push_plain(top, below, key, p, false);
+        self.push_plain(top, key, p, Some(below));
     }
 
     /// Whether any of the `len` bottom entries (the whole stack, as the fast path read its
@@ -97,26 +87,41 @@ impl ThreadState {
     /// [`push_fast`](Self::push_fast) for a chain found valid by a marked hit whose held
     /// instances were just checked: the same push, but with a nested memo, not a memo (a memo
     /// hit would skip the instance check the next time; a nested memo hit skips it only while
-    /// the stack below shows the same instances, see [`Slot::holds_any_memo`]).
+    /// the stack below shows the same instances, see [`Slot::holds_nested_memo`]).
     #[inline(always)]
-    pub fn push_fast_checked(&mut self, top: FastTop, below: u64, key: u64, p: &Plain) {
-        self.push_plain(top, below, key, p, true);
+    pub fn push_fast_checked(&mut self, top: FastTop, key: u64, p: &Plain) {
+        self.push_plain(top, key, p, None);
+    }
+
+    /// The push of an entry on a marked chain whose chain key the caller found valid in the
+    /// chain cache, if the slot's nested memo vouches for its instance check (see
+    /// [`Slot::holds_nested_memo`]; the caller checked the pair cache's epoch): then only the
+    /// depth is stored. A shard of a sharded map taken again in the same order as before, say.
+    /// False (and nothing changed) otherwise.
+    #[inline(always)]
+    pub fn push_nested_memo(&mut self, top: FastTop, p: &Plain) -> bool {
+        let FastTop { r, word } = top;
+        let slot = self.top_slot_in_room(record::depth_of(word));
+        if !slot.holds_nested_memo(r.seq_owner(), p.class, &p.words()) {
+            return false;
+        }
+        r.store_len(record::pushed_word(word));
+        true
     }
 
     /// The pushes above: the slot rewritten unless it holds the entry, then its memo set over
-    /// the chain key `below`, a nested memo if `nested` (with the record's counter as the
-    /// rewrite left it), then the depth stored.
+    /// the chain key `memo` below, or (`None`) its nested memo set with the record's counter
+    /// as the rewrite left it, then the depth stored.
     #[inline(always)]
-    fn push_plain(&mut self, top: FastTop, below: u64, key: u64, p: &Plain, nested: bool) {
+    fn push_plain(&mut self, top: FastTop, key: u64, p: &Plain, memo: Option<u64>) {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
         if !slot.holds_fast(key, &p.words()) {
             rewrite(slot, r, &Words::plain(&p.words(), p.class, key));
         }
-        if nested {
-            slot.set_nested_memo(below, r.seq_owner());
-        } else {
-            slot.set_memo(below);
+        match memo {
+            Some(below) => slot.set_memo(below),
+            None => slot.set_nested_memo(r.seq_owner()),
         }
         r.store_len(record::pushed_word(word));
     }

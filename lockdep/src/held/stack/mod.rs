@@ -556,7 +556,7 @@ impl ThreadState {
 
     /// Empties the thread's pair cache if it was filled under another pair epoch than `epoch`
     /// (see `PairCache::sync`), and then forgets every nested memo (see
-    /// `Slot::holds_any_memo`) by moving the record's counter: a memo vouches for an
+    /// `Slot::holds_nested_memo`) by moving the record's counter: a memo vouches for an
     /// instance check whose pairs were checked under the old epoch.
     #[inline]
     pub fn sync_pairs(&mut self, epoch: u64) {
