@@ -5,7 +5,7 @@
 //! and `HeldLock::chain_key_on` (its only caller) decides which fields of a held lock are part
 //! of the chain. A chain that was validated
 //! once is remembered, so the next identical acquisition skips validation: first in a small
-//! per-thread two-way set-associative cache (no shared memory touched), then in a global lock-free
+//! per-thread four-way set-associative cache (no shared memory touched), then in a global lock-free
 //! open-addressing table that is only *read* on the fast path. Inserts happen under the graph
 //! lock. Entries are never removed on purpose: a chain that mentions a zapped class can
 //! never match again because its class id does not come back (a slot's generation, 44 bits of

@@ -167,7 +167,7 @@
 //!    protected bucket walk of `keys::lookup`.
 //! 2. **Held stack** (`thread`, `held`): the thread's held-lock stack, in a thread-local; the
 //!    new entry's chain key extends the stack's (`held::entry`).
-//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's two-way
+//! 3. **Chain cache** (`chain`): a chain validated before is in the thread's four-way
 //!    cache, or in the global lock-free table; then the entry is pushed and `acquire` returns,
 //!    with no lock taken and no shared write. The usual case (a live cached class, room on
 //!    the stack, a chain head, a trylock or a hit in the thread's cache) is the fast path,

@@ -47,7 +47,8 @@ pub(crate) const CHAIN_TABLE_PROBE: usize = 16;
 /// thread-local storage (512 chain keys), enough for the chains a thread repeats; a conflict
 /// costs a probe of the global table and the general path. With random keys, every chain of a
 /// 64-deep run (each shard of a 64-shard map held at once) stays cached for 99 runs in 100
-/// (with the 64 two-way sets before, 3 runs in 5 of 32 deep lost chains on every round). Cleared whole only when the thread holds a lock of an unregistered key.
+/// (with the 64 two-way sets before, 3 runs in 5 of 32 deep lost chains on every round).
+/// Cleared whole only when the thread holds a lock of an unregistered key.
 pub(crate) const LOCAL_CHAIN_SETS: usize = 128;
 
 /// The default held-lock depth limit (the kernel's `MAX_LOCK_DEPTH`), changed with
