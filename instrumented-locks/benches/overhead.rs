@@ -263,7 +263,9 @@ fn main() {
         .start()
         .expect("deloxide starts");
 
-    // The locks of the mutex rows, per column.
+    // The locks of the mutex rows, per column. Spelled out, not made by a macro: a lock's class
+    // is its construction site, and a macro's locks would all have its invocation's (the `on`
+    // and `off` columns, and the tuples of one row, one class).
     let m = (
         real_parking_lot::Mutex::new(0u64),
         DdMutex::new(0u64),
