@@ -29,7 +29,8 @@
 //! every shard" in a loop) skips even that: the push of each shard leaves in its slot a
 //! nested memo of the check that accepted it, which holds while no slot's shown fields have
 //! changed and the cache has not been emptied for a new epoch (`Slot::holds_nested_memo`).
-//! Then an acquisition costs the fast path's chain-cache lookup and a few compares more.
+//! Then an acquisition costs the general path's entry, its chain-cache lookup and a few
+//! compares, with no walk of the held locks.
 
 use crate::class::ClassId;
 use crate::limits::LOCAL_PAIR_SLOTS as SLOTS;

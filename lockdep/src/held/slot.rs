@@ -538,22 +538,24 @@ impl Slot {
         self.meta.store(m | LEFT_NESTED, Ordering::Relaxed);
     }
 
-    /// Whether the push of an entry on a marked chain (see `chain::Hit::Nested`), whose other
-    /// facts are those of [`holds_head`](Self::holds_head), may skip the check of its held
-    /// instances: the slot holds the entry, and its nested memo says that the check accepted
+    /// Whether the push of an entry on a marked chain (see `chain::Hit::Nested`) with chain key
+    /// `chain_key`, whose other facts are those of [`holds_fast`](Self::holds_fast), may skip
+    /// the check of its held instances: the slot holds the entry with that chain key (as
+    /// `holds_fast` compares them), and its nested memo says that the check accepted
     /// it when the record's sequence counter was `seq`, the counter now. The counter moves at
     /// every change of a shown field of any slot (see `Record::will_push`, `Record::begin`)
     /// and whenever the thread's pair cache is emptied for a new pair epoch (see
     /// `ThreadState::sync_pairs`), so the entries below show what they showed then: the same
     /// instances, classes, modes and pair tags, the only facts of the stack the instance check
     /// reads, and the pairs it found were checked under the same epoch, in which no pair
-    /// leaves the graph. The caller still looks the chain up (the owner's fields below, which
-    /// the counter does not follow, are in its key) and checks that the cache's epoch is the
-    /// current one.
+    /// leaves the graph. The owner's fields below, which the counter does not follow (a
+    /// nest_lock, an unrecorded mark), are in the chain key, so the key's compare keeps the
+    /// slot's stored key that of the stack now. The caller looked the chain up and checks that
+    /// the pair cache's epoch is the current one.
     #[inline(always)]
-    pub fn holds_nested_memo(&self, seq: u64, class: ClassId, p: &PlainWords) -> bool {
+    pub fn holds_nested_memo(&self, seq: u64, chain_key: u64, p: &PlainWords) -> bool {
         // Relaxed: the owner's field.
-        self.memo.load(Ordering::Relaxed) == seq | NESTED_MEMO && self.holds_head(class, p)
+        self.memo.load(Ordering::Relaxed) == seq | NESTED_MEMO && self.holds_fast(chain_key, p)
     }
 
     /// Notes that the instance check of this entry's push on a marked chain accepted it, the

@@ -93,16 +93,16 @@ impl ThreadState {
         self.push_plain(top, key, p, None);
     }
 
-    /// The push of an entry on a marked chain whose chain key the caller found valid in the
-    /// chain cache, if the slot's nested memo vouches for its instance check (see
+    /// The push of an entry on a marked chain whose chain key `key` the caller found valid in
+    /// the chain cache, if the slot's nested memo vouches for its instance check (see
     /// [`Slot::holds_nested_memo`]; the caller checked the pair cache's epoch): then only the
     /// depth is stored. A shard of a sharded map taken again in the same order as before, say.
     /// False (and nothing changed) otherwise.
     #[inline(always)]
-    pub fn push_nested_memo(&mut self, top: FastTop, p: &Plain) -> bool {
+    pub fn push_nested_memo(&mut self, top: FastTop, key: u64, p: &Plain) -> bool {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
-        if !slot.holds_nested_memo(r.seq_owner(), p.class, &p.words()) {
+        if !slot.holds_nested_memo(r.seq_owner(), key, &p.words()) {
             return false;
         }
         r.store_len(record::pushed_word(word));
