@@ -78,8 +78,9 @@ unsafe impl Sync for LockMap {}
 const _: () = assert!(std::mem::size_of::<LockMap>() == 56);
 
 // A lock's instance is its map's address: a held entry's slot keeps the entry's mode in the
-// address's two low bits, which this alignment leaves free.
-const _: () = assert!(std::mem::align_of::<LockMap>() >= 4);
+// address's two low bits and its hole mark in the third (`held::slot::HOLE`), which this
+// alignment leaves free (an `AtomicU64` field gives it on every target).
+const _: () = assert!(std::mem::align_of::<LockMap>() >= 8);
 
 /// In [`LockMap`]'s `label_meta`: the lock has instance-order pairs to forget when it is
 /// freed. A bit that `held::slot::name_meta` never sets (it uses bit 3 and bits 32 and up).

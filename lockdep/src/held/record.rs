@@ -677,7 +677,7 @@ impl Record {
             let found = slots[..len.min(slots.len())]
                 .iter()
                 .map(Slot::read)
-                .any(|r| r.written() && of_interest(r.class()));
+                .any(|r| r.held() && of_interest(r.class()));
             // Acquire fence, then Relaxed: the seqlock reader's rule, as in `snapshot`.
             fence(Ordering::Acquire);
             if self.seq.load(Ordering::Relaxed) == s1 {
@@ -758,7 +758,7 @@ impl Record {
                     count,
                     condvar,
                 });
-                let mut held: Vec<RawSlot> = held.into_iter().filter(RawSlot::written).collect();
+                let mut held: Vec<RawSlot> = held.into_iter().filter(RawSlot::held).collect();
                 self.without_posted(&mut held);
                 return Some(Snapshot {
                     holder: Holder::new(self.index, generation),

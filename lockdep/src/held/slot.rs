@@ -56,6 +56,13 @@ const NESTED_MEMO: u64 = 1 << 62;
 /// The low bits of a slot's first word that hold the entry's mode (see [`tagged`]).
 pub(crate) const MODE_BITS: usize = 0b11;
 
+/// A slot's first word with this bit set is a *hole*: an entry released while entries above
+/// it stayed held, left in place until the owner's next operation that needs the stack exact
+/// (see `ThreadState::close_holes`). A lock map's address has this bit clear (the map module
+/// asserts an alignment of 8), so a hole's word equals no entry's: no release finds it, and
+/// readers leave it out (see [`RawSlot::held`]).
+pub(crate) const HOLE: usize = 0b100;
+
 /// A slot's first word for an entry of lock instance `instance` held in `mode`: the instance
 /// (a `LockMap`'s address, whose two low bits are zero: the map module asserts its
 /// alignment) with [`Mode::code`] in those bits. A release that knows its guard's mode
@@ -568,6 +575,32 @@ impl Slot {
         self.memo.store(seq | NESTED_MEMO, Ordering::Relaxed);
     }
 
+    /// Makes the entry a hole (see [`HOLE`]; the owner, inside a write section): released,
+    /// its words kept, so that the slot holds it again once [`fill_hole`](Self::fill_hole)
+    /// clears the bit above the stack.
+    pub fn make_hole(&self) {
+        // Relaxed (both): the owner's own word; the caller's write section orders it for
+        // readers.
+        let w = self.instance.load(Ordering::Relaxed);
+        self.instance.store(w | HOLE, Ordering::Relaxed);
+    }
+
+    /// Clears the hole bit (see [`make_hole`](Self::make_hole); the owner, inside a write
+    /// section, on a slot that is no longer below the depth): the slot is then one left above
+    /// the stack, as a pop leaves it, with its words and memo. A no-op on a slot that is not a
+    /// hole.
+    pub fn fill_hole(&self) {
+        // Relaxed (both): as in `make_hole`.
+        let w = self.instance.load(Ordering::Relaxed);
+        self.instance.store(w & !HOLE, Ordering::Relaxed);
+    }
+
+    /// Whether the slot is a hole (see [`HOLE`]; the owner).
+    #[inline]
+    pub fn is_hole(&self) -> bool {
+        self.tagged() & HOLE != 0
+    }
+
     /// Forgets the memo (the owner): the chain it names must be validated again.
     pub fn forget_memo(&self) {
         // Relaxed: the owner's field.
@@ -712,9 +745,10 @@ impl RawSlot {
         self.instance
     }
 
-    /// Whether the slot was ever written (a fresh slot has null pointers).
-    pub fn written(&self) -> bool {
-        !self.site.is_null() && !self.name_ptr.is_null()
+    /// Whether the copy is of a held entry: the slot was written (a fresh slot has null
+    /// pointers) and is not a hole (see [`HOLE`]: a lock released below others).
+    pub fn held(&self) -> bool {
+        !self.site.is_null() && !self.name_ptr.is_null() && self.instance & HOLE == 0
     }
 
     /// The class this copy names (a plain number: no decoding needed).

@@ -100,18 +100,36 @@ thread_local! {
 #[inline]
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     if EXIT.try_with(|_| ()).is_ok() {
-        return with_state_registered(f);
+        return with_state_registered::<false, R>(f);
+    }
+    with_state_late(f)
+}
+
+/// [`with_state`] for a release: the same, but the stack may keep holes (entries released
+/// below the top, see `ThreadState::release_leaving_hole`), which `f` must skip: a release's
+/// walk, which matches no hole, does.
+#[inline]
+pub(crate) fn with_state_keeping_holes<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    if EXIT.try_with(|_| ()).is_ok() {
+        return with_state_registered::<true, R>(f);
     }
     with_state_late(f)
 }
 
 /// [`with_state`] once the exit check is registered. Applies the releases other threads
-/// posted first (one relaxed load when there are none).
+/// posted first (one relaxed load when there are none), and closes the stack's holes first
+/// unless `KEEP_HOLES` (one load when there are none).
 #[inline(always)]
-fn with_state_registered<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+fn with_state_registered<const KEEP_HOLES: bool, R>(
+    f: impl FnOnce(&mut ThreadState) -> R,
+) -> Option<R> {
     STATE.with(|s| {
         s.try_borrow_mut().ok().map(|mut s| {
-            s.settle();
+            if KEEP_HOLES {
+                s.settle_keeping_holes();
+            } else {
+                s.settle();
+            }
             let r = f(&mut s);
             s.refresh_room();
             r

@@ -2,7 +2,7 @@
 
 use std::panic::Location;
 
-use super::local::with_state;
+use super::local::{with_state, with_state_keeping_holes};
 use crate::class::ClassId;
 use crate::graph_lock::graph_lock;
 use crate::held::{Find, Left};
@@ -49,13 +49,13 @@ pub(crate) fn release(release: Find) -> Release {
     // an enum with a site inside went through the stack in pieces, and the wide load that
     // read it back could not be forwarded from the narrow stores (a stall of several ns on
     // every out-of-order release).
-    let packed = with_state(|st| match st.find_release(release) {
+    let packed = with_state_keeping_holes(|st| match st.find_release(release) {
         None => Packed::NOT_HELD,
         Some(i) => {
             // Only if some entry carries a mark (rare) can this one, and a pinned entry's
             // report needs the site that acquired it.
             let acquired_at = st.any_marked().then(|| st.entry(i).site);
-            match (st.release_at(i), acquired_at) {
+            match (st.release_leaving_hole(i), acquired_at) {
                 (
                     Left {
                         pins: 0,

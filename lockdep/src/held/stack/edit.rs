@@ -36,9 +36,10 @@ impl ThreadState {
         self.counts.marks() != 0
     }
 
-    /// Drops entry `i` (a release); returns what it carried. Always inlined: it is the whole
-    /// of a release's work on the hot path.
-    #[inline(always)]
+    /// Drops entry `i` (a release) with no hole left: a cut if it is not the top; returns what
+    /// it carried. Releases use [`release_leaving_hole`](Self::release_leaving_hole); this is
+    /// the stack's tests' plain form of it.
+    #[cfg(test)]
     pub fn release_at(&mut self, i: usize) -> Left {
         let left = self.leave(i);
         if i + 1 == self.len() {
@@ -47,6 +48,112 @@ impl ThreadState {
             self.cut(i);
         }
         left
+    }
+
+    /// [`release_at`](Self::release_at) for a release (the one caller that may leave holes):
+    /// entry `i` below the top, in a stack with a shared record, becomes a hole (see
+    /// [`close_holes`](Self::close_holes)) in a write section of one store, where a cut would
+    /// move every entry above it down a slot with a new chain key; the top entry goes with the
+    /// holes right below it. A vector of guards dropped as it is (the first taken released
+    /// first) then costs one store per release, not a move of the rest of the stack, and the
+    /// slots keep their entries and memos for the run taken again.
+    pub fn release_leaving_hole(&mut self, i: usize) -> Left {
+        let left = self.leave(i);
+        let len = self.len();
+        if i + 1 == len {
+            self.pop_top();
+            if self.holes > 0 {
+                self.pop_holes();
+            }
+        } else if let Some(r) = self.record {
+            let even = r.begin();
+            self.slot(i).make_hole();
+            r.end(even);
+            self.hole_seq += 2;
+            self.holes += 1;
+        } else {
+            self.cut(i);
+        }
+        left
+    }
+
+    /// Pops the holes on top of the stack (after a pop: the entries below the one released
+    /// may be holes), filling them: the slots are then left above the stack as by a pop.
+    fn pop_holes(&mut self) {
+        let len = self.len();
+        let below = self.slots()[..len]
+            .iter()
+            .rposition(|s| !s.is_hole())
+            .map_or(0, |i| i + 1);
+        if below < len {
+            self.fill_holes_above(below, len);
+        }
+    }
+
+    /// Drops the holes `from..len` (all of them holes, the top of the stack) in one write
+    /// section: the depth becomes `from`, and each slot is filled (see `Slot::fill_hole`).
+    /// No entry's words change, so the section counts in [`hole_seq`](Self::hole_seq).
+    fn fill_holes_above(&mut self, from: usize, len: usize) {
+        let r = self.record.expect("holes are made only in a shared record");
+        let even = r.begin();
+        for s in &self.slots()[from..len] {
+            s.fill_hole();
+        }
+        r.store_len_in_section(record::with_depth(r.len_word(), from));
+        r.end(even);
+        self.hole_seq += 2;
+        self.holes -= len - from;
+    }
+
+    /// Closes the holes below the depth (see [`release_leaving_hole`](Self::release_leaving_hole)),
+    /// so that the stack holds exactly the locks held: the entries above the lowest hole move
+    /// down over the holes with new chain keys (each key over the stack as it is: a hole's lock
+    /// is not held, and the chain keys above it were made with it), in one write section.
+    /// Holes that are only on top are popped, with no entry moved. Every operation but a
+    /// release does this first (see `settle`): the holes are invisible outside a release's
+    /// own walk. One load when there are none.
+    #[inline]
+    pub fn close_holes(&mut self) {
+        if self.holes > 0 {
+            self.close_holes_now();
+        }
+    }
+
+    #[cold]
+    fn close_holes_now(&mut self) {
+        let len = self.len();
+        let slots = &self.slots()[..len];
+        let first = slots
+            .iter()
+            .position(|s| s.is_hole())
+            .expect("the holes are counted");
+        if slots[first..].iter().all(|s| s.is_hole()) {
+            self.fill_holes_above(first, len);
+            return;
+        }
+        let r = self.record.expect("holes are made only in a shared record");
+        let even = r.begin();
+        let mut key = if first == 0 {
+            0
+        } else {
+            slots[first - 1].chain_key()
+        };
+        let mut to = first;
+        for from in first..len {
+            if !slots[from].is_hole() {
+                key = slots[to].take_rekeyed(&slots[from], key);
+                to += 1;
+            }
+        }
+        // Above the new depth: copies of entries that moved down, and holes. Neither is held;
+        // as a cut leaves its top slot, without marks and with no hole bit.
+        for s in &slots[to..len] {
+            s.vacate();
+            s.fill_hole();
+        }
+        r.store_len_in_section(record::with_depth(r.len_word(), to));
+        r.end(even);
+        self.holes = 0;
     }
 
     /// Clears entry `i`'s pin count and paired mark and returns them; reads the entry only if
@@ -195,6 +302,7 @@ impl ThreadState {
 
     /// Takes every entry off the stack (thread exit), leaving it empty.
     pub fn take_all(&mut self) -> Vec<HeldLock> {
+        self.close_holes();
         let all = self.entries().to_vec();
         self.counts = Counts(0);
         // As a pop: the slots stay as they are.

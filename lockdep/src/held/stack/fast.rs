@@ -102,7 +102,7 @@ impl ThreadState {
     pub fn push_nested_memo(&mut self, top: FastTop, key: u64, p: &Plain) -> bool {
         let FastTop { r, word } = top;
         let slot = self.top_slot_in_room(record::depth_of(word));
-        if !slot.holds_nested_memo(r.seq_owner(), key, &p.words()) {
+        if !slot.holds_nested_memo(self.nested_seq(r), key, &p.words()) {
             return false;
         }
         r.store_len(record::pushed_word(word));
@@ -121,7 +121,7 @@ impl ThreadState {
         }
         match memo {
             Some(below) => slot.set_memo(below),
-            None => slot.set_nested_memo(r.seq_owner()),
+            None => slot.set_nested_memo(self.nested_seq(r)),
         }
         r.store_len(record::pushed_word(word));
     }
@@ -160,8 +160,10 @@ impl ThreadState {
     /// The release of the entry just below the top, when it is the one `release` names and
     /// the top is not: a pair released in the order taken (a tuple or a struct of guards
     /// drops its first field first). The same conditions as [`pop_plain`](Self::pop_plain)
-    /// (a record, no mark or nest_lock on the stack, nothing unusual), then the top moves
-    /// down a slot with its new chain key, as [`release_at`](Self::release_at) does: the
+    /// (a record, no mark or nest_lock on the stack, nothing unusual) and no hole below (the
+    /// release of a run first taken first goes on making holes: see
+    /// `ThreadState::release_leaving_hole`), then the top moves
+    /// down a slot with its new chain key, as a cut (see `ThreadState::remove`) does: the
     /// release's fast path, after `pop_plain` (no call, no borrow of the state). False (and
     /// nothing changes) otherwise.
     #[inline(always)]
@@ -173,6 +175,7 @@ impl ThreadState {
         let len = record::depth_of(word);
         if len < 2
             || self.counts.any()
+            || self.holes != 0
             || r.is_unusual()
             || release.matches(self.top_slot(len - 1))
             || !release.matches(self.top_slot(len - 2))

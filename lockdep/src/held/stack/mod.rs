@@ -85,6 +85,15 @@ pub(crate) struct ThreadState {
     ///
     /// [`reset_after_exit`]: ThreadState::reset_after_exit
     unclaimable: bool,
+    /// The number of holes below the depth (see [`close_holes`](Self::close_holes)): entries
+    /// released while entries above them stayed held. While there are any, `room` is 0, so
+    /// that every acquisition goes where the holes are closed first.
+    holes: usize,
+    /// How far the record's sequence counter moved in the write sections that only made or
+    /// filled holes (by two each, since the record was claimed): a nested memo takes the
+    /// counter less this (see [`nested_seq`](Self::nested_seq)), so that a run of locks
+    /// released first-taken-first and taken again in the same order keeps its memos.
+    hole_seq: u64,
 }
 
 /// What [`ThreadState::fast_top`] found: the record and the depth word it read (a push made
@@ -297,6 +306,8 @@ impl ThreadState {
             identity: OnceCell::new(),
             record: None,
             unclaimable: false,
+            holes: 0,
+            hole_seq: 0,
         }
     }
 
@@ -394,6 +405,9 @@ impl ThreadState {
                 r.store_len_in_section(record::with_depth(r.len_word(), len));
                 r.end(even);
                 self.use_shared(slots);
+                // A private stack has no holes; the nested memos' counter starts anew.
+                debug_assert_eq!(self.holes, 0);
+                self.hole_seq = 0;
             }
             // The table is full: this thread's stack stays private (not in dumps or other
             // threads' checks), and no later push tries again.
@@ -404,6 +418,7 @@ impl ThreadState {
     /// Gives the shared record back (thread exit): the entries still held move to a private
     /// array first, as the record's next owner writes its slots.
     pub fn give_back_record(&mut self) {
+        self.close_holes();
         if let Some(r) = self.record {
             let own = self.private_copy(self.len());
             self.use_own(own);
@@ -417,6 +432,7 @@ impl ThreadState {
     /// thread, locks freed elsewhere). One relaxed load when there is nothing.
     #[inline]
     pub fn settle(&mut self) {
+        self.close_holes();
         if let Some(r) = self.record {
             if r.has_mail() {
                 self.apply_mail(r);
@@ -424,14 +440,41 @@ impl ThreadState {
         }
     }
 
+    /// [`settle`](Self::settle) for a release, which may leave holes (see
+    /// [`release_leaving_hole`](Self::release_leaving_hole)) and so keeps those it finds,
+    /// unless mail waits (the mail's edits are made on a stack with none).
+    #[inline]
+    pub fn settle_keeping_holes(&mut self) {
+        if let Some(r) = self.record {
+            if r.has_mail() {
+                self.close_holes();
+                self.apply_mail(r);
+            }
+        }
+    }
+
+    /// The record's sequence counter as nested memos take it (see
+    /// `Slot::holds_nested_memo`): less its moves by sections that only made or filled holes
+    /// (see [`hole_seq`](Self::hole_seq)), which leave every entry's words as they were. It
+    /// never decreases while the thread holds the record: every other move of the counter
+    /// moves it.
+    #[inline(always)]
+    fn nested_seq(&self, r: &Record) -> u64 {
+        r.seq_owner() - self.hole_seq
+    }
+
     /// Recomputes [`room`](Self::room) from the array, the nest count and the depth limit as
     /// they are now. Every slow path ends with it (see `with_state`); `set_max_depth` sends
     /// every thread's next operation to one.
     #[inline]
     pub(crate) fn refresh_room(&mut self) {
-        self.room = self
-            .cap
-            .min(crate::settings::max_depth().saturating_add(self.counts.nested() as usize));
+        self.room = if self.holes == 0 {
+            self.cap
+                .min(crate::settings::max_depth().saturating_add(self.counts.nested() as usize))
+        } else {
+            // Holes below: no fast-path push (see `holes`).
+            0
+        };
     }
 
     #[cold]
