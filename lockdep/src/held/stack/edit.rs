@@ -1,5 +1,6 @@
 //! Changes to the stack other than the fast paths' pushes and pops: a release anywhere in
-//! the stack (the entries above move down with new chain keys), a removal and re-insertion
+//! the stack (a hole left where the entry was, closed before the next operation that is not
+//! a release: the entries above then move down with new chain keys), a removal and re-insertion
 //! (a guard moved between threads), a new class or mode of a held entry, pins, and the
 //! whole stack taken at thread exit or forgotten at a reset. Every change that other threads
 //! may see runs in one write section of the record.
@@ -50,8 +51,8 @@ impl ThreadState {
         left
     }
 
-    /// [`release_at`](Self::release_at) for a release (the one caller that may leave holes):
-    /// entry `i` below the top, in a stack with a shared record, becomes a hole (see
+    /// The release of entry `i` (a release, the one operation that may leave holes): an entry
+    /// below the top, in a stack with a shared record, becomes a hole (see
     /// [`close_holes`](Self::close_holes)) in a write section of one store, where a cut would
     /// move every entry above it down a slot with a new chain key; the top entry goes with the
     /// holes right below it. A vector of guards dropped as it is (the first taken released

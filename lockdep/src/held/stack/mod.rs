@@ -2,7 +2,10 @@
 //!
 //! Invariants, kept by the methods below and nowhere else: every entry's chain key is its own
 //! key over the entry below it (`HeldLock::chain_key_on`), so the stack's chain key is the top
-//! entry's (0 when empty), read from its slot and kept nowhere else; `marks` is the sum of the
+//! entry's (0 when empty), read from its slot and kept nowhere else, except above a *hole* (an
+//! entry released below others, see `ThreadState::release_leaving_hole`): holes exist only
+//! between a release and the thread's next other operation on its stack, which closes them
+//! first (`ThreadState::close_holes`), and `holes` counts them; `marks` is the sum of the
 //! entries' pin counts plus the number of entries marked `paired`; `nested` is the number of
 //! entries taken under a nest_lock; `room` is what [`ThreadState::refresh_room`] computes.
 //!
