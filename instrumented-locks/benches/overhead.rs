@@ -24,7 +24,8 @@
 //! drops), A→B then A→C under one hold of A (B and C take turns in one slot of the held
 //! stack, so every second lock is a chain-cache hit with no memo), an 8-deep nest (eight
 //! classes), eight instances of one class held in
-//! one order (an ordered run of shards), rwlock read /
+//! one order (an ordered run of shards; and the same released in the order taken, as a tuple or
+//! a vector of guards drops), rwlock read /
 //! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
 //! and RwLock read. Single thread and uncontended except the ping-pong.
@@ -222,6 +223,26 @@ macro_rules! nest_eight {
         let g6 = x[6].lock();
         let g7 = x[7].lock();
         black_box((&g0, &g1, &g2, &g3, &g4, &g5, &g6, &g7));
+    }};
+}
+
+/// [`nest_eight!`] with the guards in a tuple, dropped as it is: its first field first, so
+/// every release but the last is of the lock at the bottom of the held stack (first taken,
+/// first released: a vector or a struct of guards).
+macro_rules! nest_eight_in_order {
+    ($x:expr) => {{
+        let x = black_box($x);
+        let g = (
+            x[0].lock(),
+            x[1].lock(),
+            x[2].lock(),
+            x[3].lock(),
+            x[4].lock(),
+            x[5].lock(),
+            x[6].lock(),
+            x[7].lock(),
+        );
+        black_box(&g);
     }};
 }
 
@@ -433,6 +454,9 @@ fn main() {
         row!("8 shards of one class", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &s_on, Off: &s_off],
         |x| nest_eight!(x)),
+        row!("8 shards, released in the order taken", 8, OPS / 4,
+        [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &s_on, Off: &s_off],
+        |x| nest_eight_in_order!(x)),
         row!("rwlock read", 1, OPS,
             [Peer: &l.0, Dd: &l.1, Tm: &l.2, Dx: &l.3, Raw: &l.4, On: &l.5, Off: &l.6],
             |x| black_box(*black_box(x).read())),

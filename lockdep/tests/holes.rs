@@ -115,9 +115,16 @@ fn a_run_released_first_taken_first_is_taken_again_silently_and_its_inversion_re
 
 /// Between the release that left a hole and the next lock operation, the released lock is
 /// not held: for this thread's queries, for another thread's view of its locks, and for a
-/// second release (an unbalanced unlock, reported).
+/// second release (an unbalanced unlock, reported). Both ways a hole is made: with nothing
+/// unusual held (the release's plain path), and with the top lock pinned (its general path).
 #[test]
 fn a_lock_released_below_others_is_not_held_for_anyone() {
+    for pinned in [false, true] {
+        not_held_for_anyone(pinned);
+    }
+}
+
+fn not_held_for_anyone(pinned: bool) {
     let _h = start();
     let (a, b, c) = (new_lock("qa"), new_lock("qb"), new_lock("qc"));
     let (to_main, from_thread) = mpsc::channel();
@@ -126,6 +133,9 @@ fn a_lock_released_below_others_is_not_held_for_anyone() {
         lock(a);
         lock(b);
         lock(c);
+        if pinned {
+            lockdep::pin(c);
+        }
         unlock(a);
         // No lock operation until the main thread has looked.
         to_main.send(()).unwrap();
@@ -140,6 +150,9 @@ fn a_lock_released_below_others_is_not_held_for_anyone() {
                 .collect::<Vec<_>>(),
         );
         unlock(a);
+        if pinned {
+            lockdep::unpin(c);
+        }
         unlock(c);
         unlock(b);
         queries

@@ -20,4 +20,4 @@ pub(crate) use others::{
     post_release, snapshots,
 };
 pub(crate) use query::holds_key;
-pub(crate) use release::{release, release_fast, report_release, Release};
+pub(crate) use release::{release, release_below, release_fast, report_release, Release};

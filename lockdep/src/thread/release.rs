@@ -40,6 +40,19 @@ pub(crate) fn release_fast(release: Find) -> bool {
     }
 }
 
+/// The release of an entry below the top of a plain stack, with no borrow of the state (see
+/// `ThreadState::release_below_plain`): a vector of guards dropped as it is releases all
+/// but its last lock here. False if nothing changed: then [`release`] does the general work.
+#[inline]
+pub(crate) fn release_below(release: Find) -> bool {
+    // SAFETY: used only here, and `release_below_plain` makes no call that can reach the
+    // state (a walk of the slots, and a store in the record's write section).
+    match unsafe { super::local::state_fast() } {
+        Some(st) => st.release_below_plain(release),
+        None => false,
+    }
+}
+
 /// Takes the entry `release` names (the topmost of its lock instance, in its mode if it has
 /// one and the thread holds the lock so) off this thread's stack. No lock taken; small return
 /// values only.

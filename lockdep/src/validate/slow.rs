@@ -175,7 +175,11 @@ pub(super) fn acquire_slow(
 /// entry is marked or nest-covered). Out of line, called last, so the fast path stays a leaf.
 #[inline(never)]
 fn release_general(map: &LockMap, site: Site, mode: Option<Mode>) {
-    let found = thread::release(Find::of(map.instance(), mode));
+    let find = Find::of(map.instance(), mode);
+    if thread::release_below(find) {
+        return;
+    }
+    let found = thread::release(find);
     if !matches!(found, Release::Released) {
         release_slow(map, found, site);
     }

@@ -8,7 +8,7 @@
 use super::{Counts, Left, ThreadState};
 use crate::class::ClassId;
 use crate::held::record;
-use crate::held::HeldLock;
+use crate::held::{Find, HeldLock};
 use crate::mode::Mode;
 
 impl ThreadState {
@@ -76,6 +76,38 @@ impl ThreadState {
             self.cut(i);
         }
         left
+    }
+
+    /// The release of an entry below the top with nothing unusual about the stack (a record,
+    /// no mark or nest_lock, no mail, lock_stat off), as [`release_leaving_hole`] makes it,
+    /// with no borrow of the state: the release's second try, after the fast pops
+    /// (`pop_plain`, `pop_below_top`) and before the general path. One walk down the stack
+    /// for the entry, then one store in a write section. False (and nothing changed) if the
+    /// entry is not held, is the top, or the stack is not so plain.
+    ///
+    /// [`release_leaving_hole`]: Self::release_leaving_hole
+    #[inline]
+    pub fn release_below_plain(&mut self, release: Find) -> bool {
+        let Some(r) = self.record else {
+            return false;
+        };
+        if self.counts.any() || r.is_unusual() {
+            return false;
+        }
+        let len = self.len();
+        match self.find_release(release) {
+            Some(i) if i + 1 < len => {
+                let even = r.begin();
+                self.slot(i).make_hole();
+                r.end(even);
+                self.hole_seq += 2;
+                self.holes += 1;
+                // No fast-path push until the holes are closed (see `refresh_room`).
+                self.room = 0;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Pops the holes on top of the stack (after a pop: the entries below the one released
