@@ -223,3 +223,35 @@ fn a_lock_held_twice_is_released_once_per_release_across_holes() {
     }
     assert_reports!();
 }
+
+/// Locks released first-taken-first down to nothing but holes (the last two by the fast
+/// pop, which leaves the holes below for the next operation to close): the thread holds
+/// nothing, and another thread's view of every thread's locks leaves it out, as it does a
+/// thread that released in any other order.
+#[test]
+fn a_stack_of_holes_only_holds_nothing() {
+    let _h = start();
+    let (a, b, c) = (new_lock("ha"), new_lock("hb"), new_lock("hc"));
+    lock(a);
+    lock(b);
+    lock(c);
+    unlock(a);
+    unlock(c);
+    unlock(b);
+    let me = std::thread::current().id();
+    let listed = on_thread(move || {
+        lockdep::all_held_locks()
+            .threads
+            .iter()
+            .filter(|t| t.std_id == Some(me))
+            .map(|t| t.held.len())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(lockdep::held_count(), 0);
+    assert_eq!(
+        listed,
+        Vec::<usize>::new(),
+        "a thread holding nothing is left out"
+    );
+    assert_reports!();
+}

@@ -759,6 +759,11 @@ impl Record {
                     condvar,
                 });
                 let mut held: Vec<RawSlot> = held.into_iter().filter(RawSlot::held).collect();
+                // A depth of holes only (locks released first-taken-first, the stack not yet
+                // closed, see `ThreadState::close_holes`) is an idle stack too.
+                if skip_idle && held.is_empty() && wait.is_none() {
+                    return None;
+                }
                 self.without_posted(&mut held);
                 return Some(Snapshot {
                     holder: Holder::new(self.index, generation),
