@@ -442,6 +442,8 @@ mod validate;
 // Held-lock queries and assertions, mode and subclass changes, upgrade, pinning,
 // detach/attach.
 mod annotate;
+// Release-and-relock: a held lock taken again with its subclass and nest lock.
+mod relock;
 // Opt-in condvar dependency tracking.
 mod condvar;
 // Pseudo-locks for waits that are not locks.
@@ -490,6 +492,7 @@ pub use map::LockMap;
 pub use mode::{DepKind, Mode};
 pub use nesting::{nesting, set_nesting, Nesting};
 pub use pseudo::{PseudoGuard, PseudoLock};
+pub use relock::{relock, relock_of, Relock};
 pub use report::{
     load_suppressions, print_summary, set_policy, stale_suppressions, summary, suppress,
     suppressions, test_scope, AssertKind, Capacity, CircularDependency, ClassRef, CondvarWait,

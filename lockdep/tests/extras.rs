@@ -446,3 +446,61 @@ fn a_lock_handed_to_another_thread_is_released_there_without_reports() {
         ..
     });
 }
+
+#[test]
+fn a_relock_is_validated_with_the_subclass_and_nest_lock_of_the_release() {
+    let _h = start();
+    // The kernel's rule for this class: nesting two of its instances needs an annotation.
+    let key: &'static LockClassKey = Box::leak(Box::new(LockClassKey::with_nesting(
+        lockdep::Nesting::Strict,
+    )));
+    let node = |_| &*Box::leak(Box::new(LockMap::with_key("node", key)));
+    let [n0, n1, n2]: [&'static LockMap; 3] = std::array::from_fn(node);
+    let here = Location::caller();
+    // Subclass: n1 is held at subclass 1 under n0; released and taken again as it was.
+    lock(n0);
+    lock_nested(n1, 1);
+    let how = lockdep::relock_of(n1, Mode::Exclusive);
+    assert_eq!((how.subclass(), how.has_nest_lock()), (1, false));
+    unlock(n1);
+    lockdep::relock(n1, Mode::Exclusive, how, here);
+    unlock(n1);
+    // The twin: taken again as subclass 0, it is the same class nested without annotation.
+    lock_nested(n1, 1);
+    unlock(n1);
+    lockdep::relock(n1, Mode::Exclusive, lockdep::Relock::NONE, here);
+    unlock(n1);
+    unlock(n0);
+    assert_reports!(Report::MissingNestingAnnotation { .. });
+
+    // Nest lock: n1 and n2 under `table`, any order; n2 released and taken again.
+    let table = new_lock("table");
+    lock(table);
+    lock_nest(n1, table);
+    lock_nest(n2, table);
+    let how = lockdep::relock_of(n2, Mode::Exclusive);
+    assert_eq!((how.subclass(), how.has_nest_lock()), (0, true));
+    assert_eq!(how, lockdep::Relock::new(0, Some(table)));
+    unlock(n2);
+    lockdep::relock(n2, Mode::Exclusive, how, here);
+    unlock(n2);
+    unlock(n1);
+    assert_reports!();
+    // The nest lock released in between: reported, and named by its address.
+    lock_nest(n2, table);
+    unlock(n2);
+    unlock(table);
+    lockdep::relock(n2, Mode::Exclusive, how, here);
+    unlock(n2);
+    let r = assert_reports!(Report::NestLockNotHeld { .. });
+    let Report::NestLockNotHeld { nest_lock, .. } = &r[0] else {
+        unreachable!()
+    };
+    assert_eq!(*nest_lock, format!("the lock at {:p}", table));
+
+    // No entry of the lock on this thread: the default.
+    assert_eq!(
+        lockdep::relock_of(n0, Mode::Exclusive),
+        lockdep::Relock::NONE
+    );
+}

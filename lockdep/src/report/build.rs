@@ -116,17 +116,24 @@ pub(crate) fn instance_pairs_exhausted(st: &ThreadState, episode: u64) -> Report
 
 // ---------------------------------------------------------------------------- acquisitions
 
-/// `acquiring` names a nest_lock (`nest_lock`, by its map's name) this thread does not hold.
+/// `acquiring` names a nest_lock (`nest_lock`, by its map's name; empty where the caller
+/// knows only its address, as `relock` does, and then named by that) this thread does not
+/// hold.
 pub(crate) fn nest_lock_not_held(
     g: &Graph,
     st: &ThreadState,
     acquiring: &HeldLock,
     nest_lock: &str,
 ) -> Report {
+    let nest_lock = if nest_lock.is_empty() {
+        format!("the lock at {:#x}", acquiring.nest_lock)
+    } else {
+        nest_lock.to_owned()
+    };
     Report::NestLockNotHeld {
         thread: thread(st),
         acquiring: lock(g, acquiring),
-        nest_lock: nest_lock.to_owned(),
+        nest_lock,
         held: held(g, st),
     }
 }

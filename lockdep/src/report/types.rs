@@ -285,7 +285,8 @@ pub enum Report {
         thread: ThreadDesc,
         /// The lock being acquired.
         acquiring: LockDesc,
-        /// The name of the nest lock's map.
+        /// The name of the nest lock's map; for a re-acquisition after a release
+        /// ([`relock`](crate::relock)), which keeps only its address, "the lock at 0x…".
         nest_lock: String,
         /// The thread's held locks.
         held: Vec<LockDesc>,
