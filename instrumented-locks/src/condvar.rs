@@ -91,7 +91,7 @@ impl Condvar {
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
-        let (mutex, dep, track) = MutexGuard::wait_parts(guard);
+        let (mutex, dep, mut track) = MutexGuard::wait_parts(guard);
         let saved = track.suspend(dep, site);
         self.dep.wait(site);
         track.resume(dep, saved, site);

@@ -22,19 +22,32 @@ const LOCK_EXTRA: usize = if cfg!(feature = "validate") {
     0
 };
 
-/// What a guard adds to lock_api's: one tracking word, and with `send_guard` the acquiring
-/// thread's id (nothing without validation).
-const GUARD_EXTRA: usize = if !cfg!(feature = "validate") {
+/// A guard's track: three bits of the lock's address, or with `send_guard` a word, the
+/// acquiring thread's holding and the acquisition's subclass and nest lock (nothing without
+/// validation).
+const TRACK: usize = if !cfg!(feature = "validate") {
     0
 } else if cfg!(feature = "send_guard") {
-    2 * size_of::<usize>()
+    size_of::<usize>() + size_of::<Option<lockdep::Holder>>() + size_of::<lockdep::Relock>()
 } else {
-    size_of::<usize>()
+    0
 };
 
-/// What a mapped guard adds to lock_api's: the lock map's address and the tracking words.
+/// What a plain guard adds to lock_api's: its track.
+const GUARD_EXTRA: usize = TRACK;
+
+/// What an `Arc` guard adds to lock_api's: its track, a word of its own where the track has no
+/// word (the `Arc` is kept as it is, for the accessor that lends it).
+const ARC_EXTRA: usize = if cfg!(all(feature = "validate", not(feature = "send_guard"))) {
+    size_of::<usize>()
+} else {
+    TRACK
+};
+
+/// What a mapped guard adds to lock_api's: the lock map's address and the track (a word of its
+/// own: a mapped guard holds no lock address to keep it in).
 const MAPPED_EXTRA: usize = if cfg!(feature = "validate") {
-    size_of::<usize>() + GUARD_EXTRA
+    size_of::<usize>() + ARC_EXTRA
 } else {
     0
 };
@@ -76,7 +89,7 @@ fn locks_are_lock_api_plus_a_lock_map() {
 }
 
 #[test]
-fn guards_are_lock_api_plus_one_word() {
+fn guards_are_lock_api_plus_the_track() {
     assert_eq!(
         size_of::<MutexGuard<'_, u64>>(),
         size_of::<lock_api::MutexGuard<'_, RawMutex, u64>>() + GUARD_EXTRA
@@ -101,12 +114,15 @@ fn guards_are_lock_api_plus_one_word() {
         size_of::<ReentrantMutexGuard<'_, u64>>(),
         size_of::<lock_api::ReentrantMutexGuard<'_, RawMutex, RawThreadId, u64>>() + GUARD_EXTRA
     );
-    // Two words without `send_guard`: returned in registers.
-    if cfg!(all(feature = "validate", not(feature = "send_guard"))) {
-        assert_eq!(size_of::<MutexGuard<'_, u64>>(), 2 * size_of::<usize>());
+    // One word without `send_guard`, as parking_lot's guards: moved in a register, and
+    // `Option` of one too (the address is never 0).
+    if !cfg!(feature = "send_guard") {
+        assert_eq!(size_of::<MutexGuard<'_, u64>>(), size_of::<usize>());
+        assert_eq!(size_of::<RwLockReadGuard<'_, u64>>(), size_of::<usize>());
+        assert_eq!(size_of::<Option<MutexGuard<'_, u64>>>(), size_of::<usize>());
         assert_eq!(
-            size_of::<RwLockReadGuard<'_, u64>>(),
-            2 * size_of::<usize>()
+            size_of::<Option<RwLockUpgradableReadGuard<'_, u64>>>(),
+            size_of::<usize>()
         );
     }
 }
@@ -134,19 +150,19 @@ fn mapped_guards_are_lock_api_plus_the_map_and_the_track() {
 
 #[cfg(feature = "arc_lock")]
 #[test]
-fn arc_guards_are_lock_api_plus_one_word() {
+fn arc_guards_are_lock_api_plus_the_track() {
     use instrumented_locks::{ArcMutexGuard, ArcReentrantMutexGuard, ArcRwLockReadGuard};
     assert_eq!(
         size_of::<ArcMutexGuard<RawMutex, u64>>(),
-        size_of::<lock_api::ArcMutexGuard<RawMutex, u64>>() + GUARD_EXTRA
+        size_of::<lock_api::ArcMutexGuard<RawMutex, u64>>() + ARC_EXTRA
     );
     assert_eq!(
         size_of::<ArcRwLockReadGuard<RawRwLock, u64>>(),
-        size_of::<lock_api::ArcRwLockReadGuard<RawRwLock, u64>>() + GUARD_EXTRA
+        size_of::<lock_api::ArcRwLockReadGuard<RawRwLock, u64>>() + ARC_EXTRA
     );
     assert_eq!(
         size_of::<ArcReentrantMutexGuard<RawMutex, RawThreadId, u64>>(),
-        size_of::<lock_api::ArcReentrantMutexGuard<RawMutex, RawThreadId, u64>>() + GUARD_EXTRA
+        size_of::<lock_api::ArcReentrantMutexGuard<RawMutex, RawThreadId, u64>>() + ARC_EXTRA
     );
 }
 

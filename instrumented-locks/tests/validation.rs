@@ -326,6 +326,62 @@ fn nest_lock_allows_any_order_under_the_outer_lock() {
     assert_eq!(held_count(), 0);
 }
 
+/// A release-and-relock (`unlocked`, `bump`, a condvar wait) takes the lock again with the
+/// subclass and the nest lock of its first acquisition: the guard keeps only the mode, and
+/// the relock asks the held-lock entry for the rest (`lockdep::relock_of`). Taken again as
+/// subclass 0 or without its nest lock, the lock would be a second instance of a held class
+/// with no annotation (reported under the strict rule).
+#[test]
+fn a_relock_keeps_the_subclass_and_the_nest_lock() {
+    use instrumented_locks::{Condvar, RwLockReadGuard};
+    let _h = start();
+    let _strict = Strict::on();
+    let nodes: Vec<Mutex<u32>> = (0..2).map(|i| Mutex::named(i, "node")).collect();
+    let cv = Condvar::new();
+    {
+        let _p = nodes[0].lock();
+        let mut c = nodes[1].lock_nested(1);
+        MutexGuard::unlocked(&mut c, || {});
+        MutexGuard::bump(&mut c);
+        assert!(cv.wait_for(&mut c, Duration::from_millis(1)).timed_out());
+        MutexGuard::unlocked_fair(&mut c, || {});
+    }
+    assert!(take().is_empty());
+
+    let table = Mutex::named((), "table");
+    let rows: Vec<Mutex<u32>> = (0..2).map(|i| Mutex::named(i, "row")).collect();
+    {
+        let t = table.lock();
+        let _r0 = rows[0].lock_nest_lock(&t);
+        let mut r1 = rows[1].lock_nest_lock(&t);
+        MutexGuard::unlocked(&mut r1, || {});
+        assert!(cv.wait_for(&mut r1, Duration::from_millis(1)).timed_out());
+        MutexGuard::bump(&mut r1);
+    }
+    assert!(take().is_empty());
+
+    let rw: Vec<RwLock<u32>> = (0..2).map(|i| RwLock::named(i, "rw")).collect();
+    {
+        let _p = rw[0].read();
+        let mut c = rw[1].read_nested(1);
+        RwLockReadGuard::unlocked(&mut c, || {});
+    }
+    {
+        let _p = rw[0].read();
+        let mut w = rw[1].write_nested(1);
+        RwLockWriteGuard::unlocked(&mut w, || {});
+    }
+    assert!(take().is_empty());
+    assert_eq!(held_count(), 0);
+
+    // The fault twin: the same shapes with no annotation are reported.
+    {
+        let _p = nodes[0].lock();
+        let _c = nodes[1].lock();
+    }
+    assert_eq!(same_class(&take()), 1);
+}
+
 #[test]
 fn explicit_classes() {
     let _h = start();

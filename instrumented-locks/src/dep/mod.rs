@@ -1,5 +1,5 @@
 //! The glue between the data wrappers and lockdep: what a lock embeds ([`Dep`]), what a guard
-//! carries ([`Track`], one word), and the owner of a mapped guard's release ([`Held`]).
+//! carries ([`Track`], three bits in its lock's address: [`TrackedRef`]), and the owner of a mapped guard's release ([`Held`]).
 //!
 //! With the `validate` feature, [`Dep`] is a [`lockdep::LockMap`] and [`Track`] records how
 //! *this* guard's acquisition was made (mode, subclass, nest lock) and whether it is on the
@@ -54,6 +54,11 @@ pub(crate) mod sealed {
     /// Keeps [`super::HeldGuard`] implementable only in this crate.
     pub trait Sealed {}
 }
+
+mod tracked;
+#[cfg(feature = "arc_lock")]
+pub(crate) use tracked::TrackedArc;
+pub(crate) use tracked::{Locked, TrackMut, TrackedRef};
 
 #[cfg(feature = "validate")]
 mod on;

@@ -1,5 +1,5 @@
-//! With the `validate` feature: a lock embeds a [`lockdep::LockMap`], a guard one [`Track`]
-//! word.
+//! With the `validate` feature: a lock embeds a [`lockdep::LockMap`], a guard a [`Track`]
+//! (three bits, kept in the low bits of the lock's address: `super::TrackedRef`).
 //!
 //! The entry points the generic wrappers call on every lock operation (`Dep::acquire`,
 //! `Dep::acquired_try`, the `Track` releases, and `crate::is_enabled`) are `#[inline]` in
@@ -9,8 +9,6 @@
 //! `[profile.dev.package.instrumented-locks]` table optimizes. Measured on tokio 1.54.1's
 //! `rt_threaded` with the README's tables: 1.35x the unpatched run before, 1.15x after (see
 //! BENCHMARKS.md). Release builds are unchanged (same fast-path code).
-
-use std::ptr;
 
 use lockdep::{DynamicKey, LockClassKey, LockMap, Mode};
 
@@ -265,34 +263,30 @@ pub(crate) enum TimedUpgrade {
 /// A borrowed [`Dep`], for guards that do not borrow the whole lock (mapped guards).
 pub(crate) type DepRef<'a> = &'a Dep;
 
-// Track word layout. A held guard made with a nest lock stores that lock's map address with
-// the tags in its low bits (mode Exclusive, subclass 0: `lock_nest_lock` / `write_nest_lock`
-// only); otherwise the word is a plain number.
-const HELD: usize = 0b01;
-const NEST: usize = 0b10;
-const TAGS: usize = HELD | NEST;
-const MODE_SHIFT: u32 = 2;
-const SUBCLASS_SHIFT: u32 = 8;
-// The two tag bits are free in a map address.
-const _: () = assert!(std::mem::align_of::<LockMap>() > TAGS);
+// Track word layout: `HELD`, then the mode's code (`mode_code`) in the next two bits. The
+// acquisition's subclass and nest lock are not kept: this thread's held-lock entry has them,
+// and a release-and-relock asks it for them (`lockdep::relock_of`). So the word fits in the
+// low bits of a lock's address (`TrackedRef`).
+const HELD: usize = 0b001;
+const MODE_SHIFT: u32 = 1;
 
-/// What a guard knows about its acquisition, in one word: whether it is on this thread's
-/// held-lock stack, and how to take it again (mode, subclass, nest lock) after a condvar
-/// wait, `unlocked` or `bump`. Written once when the guard is made, read when it drops.
+/// What a guard knows about its acquisition, in three bits: whether it is on this thread's
+/// held-lock stack, and its mode. Written when the guard is made, read when it drops; a
+/// guard keeps it in the low bits of its lock's address ([`TrackedRef`]).
 ///
-/// With `send_guard`, also the holding (lockdep's token of the thread) that holds the entry.
+/// With `send_guard`, also the holding (lockdep's token of the thread) that holds the entry,
+/// and the acquisition's subclass and nest lock (a guard that moved relocks on a thread
+/// whose stack does not have the entry).
+///
+/// [`TrackedRef`]: super::TrackedRef
 #[derive(Clone, Copy)]
 pub(crate) struct Track {
-    word: *const LockMap,
+    word: usize,
     #[cfg(feature = "send_guard")]
     home: Option<lockdep::Holder>,
+    #[cfg(feature = "send_guard")]
+    how: lockdep::Relock,
 }
-
-// SAFETY: the word is a number or the address of a `LockMap` (which is `Sync`) that the guard
-// carrying the track borrows for its whole life; it is only ever read as `&LockMap`.
-unsafe impl Send for Track {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Track {}
 
 fn mode_code(mode: Mode) -> usize {
     match mode {
@@ -312,66 +306,78 @@ fn code_mode(code: usize) -> Mode {
     }
 }
 
+/// What [`Track::suspend`] keeps for [`Track::resume`]: the track, and how the acquisition
+/// was made beyond its mode.
+#[derive(Clone, Copy)]
+pub(crate) struct Saved {
+    track: Track,
+    how: lockdep::Relock,
+}
+
 impl Track {
     /// Not on the held stack: validation was off, or a nested re-entrant acquisition.
     pub(crate) const NONE: Track = Track {
-        word: ptr::null(),
+        word: 0,
         #[cfg(feature = "send_guard")]
         home: None,
+        #[cfg(feature = "send_guard")]
+        how: lockdep::Relock::NONE,
     };
 
+    /// The bits a track takes in a guard's lock address.
+    #[cfg(not(feature = "send_guard"))]
+    pub(crate) const TAGS: usize = 0b111;
+
+    /// The track as the low bits of an address (within [`TAGS`](Self::TAGS)).
+    #[cfg(not(feature = "send_guard"))]
     #[inline]
-    fn held(mode: Mode, subclass: u8, nest: Option<&LockMap>) -> Track {
-        let word = match nest {
-            Some(outer) => {
-                debug_assert!(mode == Mode::Exclusive && subclass == 0);
-                ptr::from_ref(outer).map_addr(|a| a | HELD | NEST)
-            }
-            None => ptr::without_provenance(
-                HELD | mode_code(mode) << MODE_SHIFT | usize::from(subclass) << SUBCLASS_SHIFT,
-            ),
-        };
-        Track {
-            word,
-            #[cfg(feature = "send_guard")]
-            home: home(),
-        }
+    pub(crate) fn tag(self) -> usize {
+        self.word
+    }
+
+    /// The inverse of [`tag`](Self::tag).
+    #[cfg(not(feature = "send_guard"))]
+    #[inline]
+    pub(crate) fn from_tag(tag: usize) -> Track {
+        Track { word: tag }
     }
 
     #[inline]
-    fn bits(self) -> usize {
-        self.word.addr()
+    fn held(mode: Mode, subclass: u8, nest: Option<&LockMap>) -> Track {
+        debug_assert!(nest.is_none() || (mode == Mode::Exclusive && subclass == 0));
+        #[cfg(not(feature = "send_guard"))]
+        let _ = (subclass, nest);
+        Track {
+            word: HELD | mode_code(mode) << MODE_SHIFT,
+            #[cfg(feature = "send_guard")]
+            home: home(),
+            #[cfg(feature = "send_guard")]
+            how: lockdep::Relock::new(subclass, nest),
+        }
     }
 
     /// Whether this guard's acquisition is on the held stack.
     #[inline]
     pub(crate) fn is_held(self) -> bool {
-        self.bits() & HELD != 0
+        self.word & HELD != 0
     }
 
-    fn nest<'a>(self) -> Option<&'a LockMap> {
-        if self.bits() & NEST == 0 {
-            return None;
-        }
-        // SAFETY: a NEST word holds the address of the nest lock's map, which the guard
-        // carrying this track borrows (`lock_nest_lock` ties the guard's lifetime to it).
-        Some(unsafe { &*self.word.map_addr(|a| a & !TAGS) })
-    }
-
+    #[inline]
     fn mode(self) -> Mode {
-        if self.bits() & NEST != 0 {
-            Mode::Exclusive
-        } else {
-            code_mode(self.bits() >> MODE_SHIFT)
-        }
+        code_mode(self.word >> MODE_SHIFT)
     }
 
-    fn subclass(self) -> u8 {
-        if self.bits() & NEST != 0 {
-            0
-        } else {
-            (self.bits() >> SUBCLASS_SHIFT) as u8
+    /// The acquisition's subclass and nest lock: this thread's entry's, or with `send_guard`
+    /// the track's own.
+    #[inline]
+    fn how(self, dep: &Dep) -> lockdep::Relock {
+        #[cfg(feature = "send_guard")]
+        {
+            let _ = dep;
+            self.how
         }
+        #[cfg(not(feature = "send_guard"))]
+        lockdep::relock_of(&dep.map, self.mode())
     }
 
     /// Records the release of what this guard acquired, if it is held; afterwards it is not.
@@ -399,13 +405,12 @@ impl Track {
         self.release_as(dep, super::UPGRADABLE, site);
     }
 
-    /// [`release`](Self::release) by a read guard: its word is never a nest lock's (only
-    /// exclusive acquisitions take one), so the mode is its two mode bits, with no test.
+    /// [`release`](Self::release) by a read guard (a read or a recursive read: the word's
+    /// mode bits).
     #[cfg_attr(not(debug_assertions), inline)]
     #[cfg_attr(debug_assertions, inline(never))]
     pub(crate) fn release_shared(&mut self, dep: &Dep, site: Site) {
-        debug_assert!(self.bits() & NEST == 0);
-        let mode = code_mode(self.bits() >> MODE_SHIFT);
+        let mode = self.mode();
         self.release_as(dep, mode, site);
     }
 
@@ -449,21 +454,37 @@ impl Track {
     }
 
     /// The first half of a release-and-relock (condvar wait, `unlocked`, `bump`): releases
-    /// the entry and returns what [`resume`](Self::resume) needs to take it again.
+    /// the entry and returns what [`resume`](Self::resume) needs to take it again (the mode,
+    /// and the subclass and nest lock, which this thread's entry tells before it goes:
+    /// `lockdep::relock_of`).
     #[inline]
-    pub(crate) fn suspend(&mut self, dep: &Dep, site: Site) -> Track {
-        let saved = *self;
+    pub(crate) fn suspend(&mut self, dep: &Dep, site: Site) -> Saved {
+        let how = if self.is_held() {
+            self.how(dep)
+        } else {
+            lockdep::Relock::NONE
+        };
+        let saved = Saved { track: *self, how };
         self.release(dep, site);
         saved
     }
 
     /// The second half: validates the re-acquisition (blocking, with the mode, subclass and
-    /// nest lock of `saved`) *before* the caller re-locks, if `saved` was held. If lockdep's
-    /// policy panics, this track stays not held and the caller must still re-lock.
+    /// nest lock of `saved`) *before* the caller re-locks, if `saved` was held
+    /// (`lockdep::relock`). If lockdep's policy panics, this track stays not held and the
+    /// caller must still re-lock.
     #[inline]
-    pub(crate) fn resume(&mut self, dep: &Dep, saved: Track, site: Site) {
-        if saved.is_held() {
-            *self = dep.acquire(saved.mode(), saved.subclass(), saved.nest(), site);
+    pub(crate) fn resume(&mut self, dep: &Dep, saved: Saved, site: Site) {
+        if saved.track.is_held() && crate::is_enabled() {
+            let mode = saved.track.mode();
+            lockdep::relock(&dep.map, mode, saved.how, site);
+            #[allow(unused_mut)]
+            let mut track = Track::held(mode, 0, None);
+            #[cfg(feature = "send_guard")]
+            {
+                track.how = saved.how;
+            }
+            *self = track;
         }
     }
 
@@ -500,9 +521,7 @@ impl Track {
     /// The track word of this acquisition held in mode `mode`.
     #[inline]
     fn set_word_mode(&mut self, mode: Mode) {
-        self.word = ptr::without_provenance(
-            HELD | mode_code(mode) << MODE_SHIFT | usize::from(self.subclass()) << SUBCLASS_SHIFT,
-        );
+        self.word = HELD | mode_code(mode) << MODE_SHIFT;
     }
 
     /// Changes the mode of the held entry in place, without validation (downgrade, a
@@ -525,7 +544,7 @@ impl Track {
     pub(crate) fn upgrade(&mut self, dep: &Dep, site: Site) {
         if self.is_held() {
             if self.away() {
-                lockdep::might_lock(&dep.map, self.subclass(), Mode::Read, site);
+                lockdep::might_lock(&dep.map, self.how(dep).subclass(), Mode::Read, site);
                 self.change_mode(dep, Mode::Exclusive);
             } else {
                 lockdep::upgrade(&dep.map, site);

@@ -10,8 +10,8 @@ use crate::dep::{Dep, Site, Track};
 
 /// A guard whose track can be written after the guard owns the raw lock.
 pub(crate) trait Tracked {
-    /// The guard's track.
-    fn track_mut(&mut self) -> &mut Track;
+    /// Sets the guard's track.
+    fn set_track(&mut self, track: Track);
 }
 
 /// A try-lock: `locked` is the raw try's result; on success the guard `make` builds owns the
@@ -28,7 +28,7 @@ pub(crate) fn tried<G: Tracked>(
         return None;
     }
     let mut guard = make(Track::NONE);
-    *guard.track_mut() = dep.acquired_try(mode, site);
+    guard.set_track(dep.acquired_try(mode, site));
     Some(guard)
 }
 

@@ -235,8 +235,7 @@ macro_rules! guard_core {
         $(#[$pm])*
         #[clippy::has_significant_drop]
         pub struct $Plain<'a, $($g)*> {
-            lock: &'a $Lock<$($P),*>,
-            track: $crate::dep::Track,
+            lock: $crate::dep::TrackedRef<'a, $Lock<$($P),*>>,
             marker: std::marker::PhantomData<$PMarker>,
         }
 
@@ -244,13 +243,13 @@ macro_rules! guard_core {
         #[cfg(feature = "arc_lock")]
         #[clippy::has_significant_drop]
         pub struct $Arc<$($g)*> {
-            lock: std::sync::Arc<$Lock<$($P),*>>,
-            track: $crate::dep::Track,
+            lock: $crate::dep::TrackedArc<$Lock<$($P),*>>,
             marker: std::marker::PhantomData<$AMarker>,
         }
 
         $crate::generic::guard_core!(@flavour
-            ['a] [$($g)*] [$($fg)*] $Plain<'a, $($P),*>, &'a $Lock<$($P),*>, $Lock<$($P),*>;
+            ['a] [$($g)*] [$($fg)*] $Plain<'a, $($P),*>, &'a $Lock<$($P),*>, $Lock<$($P),*>,
+            $crate::dep::TrackedRef<'a, $Lock<$($P),*>>;
             release: |$l1, $t1, $s1| $release;
             release_fair: |$l2, $t2, $s2| $release_fair;
             relock: |$l3| $relock;
@@ -258,7 +257,8 @@ macro_rules! guard_core {
         );
         #[cfg(feature = "arc_lock")]
         $crate::generic::guard_core!(@flavour
-            [] [$($g)*] [$($fg)*] $Arc<$($P),*>, std::sync::Arc<$Lock<$($P),*>>, $Lock<$($P),*>;
+            [] [$($g)*] [$($fg)*] $Arc<$($P),*>, std::sync::Arc<$Lock<$($P),*>>, $Lock<$($P),*>,
+            $crate::dep::TrackedArc<$Lock<$($P),*>>;
             release: |$l1, $t1, $s1| $release;
             release_fair: |$l2, $t2, $s2| $release_fair;
             relock: |$l3| $relock;
@@ -269,7 +269,7 @@ macro_rules! guard_core {
             /// The lock this guard holds.
             #[inline]
             pub fn $accessor(s: &Self) -> &'a $Lock<$($P),*> {
-                s.lock
+                s.lock.get()
             }
         }
 
@@ -278,7 +278,7 @@ macro_rules! guard_core {
             /// The `Arc` of the lock this guard holds.
             #[inline]
             pub fn $accessor(s: &Self) -> &std::sync::Arc<$Lock<$($P),*>> {
-                &s.lock
+                s.lock.arc()
             }
 
             $crate::generic::guard_core!(@into_arc into_arc, $Lock<$($P),*>,
@@ -293,7 +293,7 @@ macro_rules! guard_core {
         }
     };
     (@flavour
-        [$($lt:lifetime)?] [$($g:tt)*] [$($fg:tt)*] $Ty:ty, $LockPtr:ty, $Target:ty;
+        [$($lt:lifetime)?] [$($g:tt)*] [$($fg:tt)*] $Ty:ty, $LockPtr:ty, $Target:ty, $Store:ty;
         release: |$l1:ident, $t1:ident, $s1:ident| $release:expr;
         release_fair: |$l2:ident, $t2:ident, $s2:ident| $release_fair:expr;
         relock: |$l3:ident| $relock:expr;
@@ -303,8 +303,7 @@ macro_rules! guard_core {
             #[inline]
             pub(super) fn new(lock: $LockPtr, track: $crate::dep::Track) -> Self {
                 Self {
-                    lock,
-                    track,
+                    lock: <$Store>::new(lock, track),
                     marker: std::marker::PhantomData,
                 }
             }
@@ -314,7 +313,7 @@ macro_rules! guard_core {
             fn take(s: Self) -> ($LockPtr, $crate::dep::Track) {
                 let s = std::mem::ManuallyDrop::new(s);
                 // SAFETY: `s` is never dropped, so its lock pointer moves out exactly once.
-                (unsafe { std::ptr::read(&s.lock) }, s.track)
+                unsafe { std::ptr::read(&s.lock) }.into_parts()
             }
 
             $crate::generic::guard_core!(@unlocked unlocked, $Target, |$l1, $t1, $s1| $release;
@@ -329,12 +328,13 @@ macro_rules! guard_core {
                 unlock: impl FnOnce(&$Target),
                 f: impl FnOnce() -> U,
             ) -> U {
-                let lock = &*s.lock;
-                let relock = || {
-                    let $l3 = lock;
-                    $relock;
-                };
-                $crate::generic::unlocked(&mut s.track, &lock.dep, site, || unlock(lock), relock, f)
+                s.lock.with_track(|track, lock| {
+                    let relock = || {
+                        let $l3 = lock;
+                        $relock;
+                    };
+                    $crate::generic::unlocked(track, &lock.dep, site, || unlock(lock), relock, f)
+                })
             }
         }
 
@@ -360,7 +360,8 @@ macro_rules! guard_core {
             #[inline]
             #[track_caller]
             pub fn bump(s: &mut Self) {
-                s.track.relock(&s.lock.dep, $crate::generic::here());
+                let site = $crate::generic::here();
+                s.lock.with_track(|track, lock| track.relock(&lock.dep, site));
                 let $l4 = &*s.lock;
                 $bump;
             }
@@ -369,17 +370,17 @@ macro_rules! guard_core {
         impl<$($lt,)? $($g)*> Drop for $Ty {
             #[inline]
             fn drop(&mut self) {
-                let $l1 = &*self.lock;
                 #[allow(unused_mut)]
-                let mut $t1 = std::mem::replace(&mut self.track, $crate::dep::Track::NONE);
+                let mut $t1 = self.lock.track();
+                let $l1 = &*self.lock;
                 let $s1 = $crate::dep::drop_site();
                 $release;
             }
         }
 
         impl<$($lt,)? $($g)*> $crate::generic::Tracked for $Ty {
-            fn track_mut(&mut self) -> &mut $crate::dep::Track {
-                &mut self.track
+            fn set_track(&mut self, track: $crate::dep::Track) {
+                self.lock.set_track(track);
             }
         }
 

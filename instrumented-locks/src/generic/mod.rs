@@ -3,7 +3,7 @@
 //!
 //! | type | raw lock | what it adds to the lock_api type |
 //! |---|---|---|
-//! | [`Mutex<R, T>`] | `R: lock_api::RawMutex` | a [`LockMap`](lockdep::LockMap); guards carry one word of tracking |
+//! | [`Mutex<R, T>`] | `R: lock_api::RawMutex` | a [`LockMap`](lockdep::LockMap); guards carry three bits of tracking |
 //! | [`RwLock<R, T>`] | `R: lock_api::RawRwLock` | the same |
 //! | [`ReentrantMutex<R, G, T>`] | `R: lock_api::RawMutex`, `G: lock_api::GetThreadId` | the same; only a thread's outermost lock is tracked |
 //!
@@ -18,8 +18,12 @@
 //!
 //! Each lock is a [`lockdep::LockMap`] next to the lock_api type (`lock_api::Mutex<R, T>`, ...),
 //! which owns the raw lock, the data cell and, for the re-entrant mutex, the owner and count.
-//! Plain and `Arc` guards are a pointer to the lock plus one word (the track: held or not,
-//! mode, subclass, nest lock), so a guard is two words and is returned in registers. Mapped
+//! A plain guard is one word, as lock_api's: the lock's address with the track (held or not,
+//! and the mode) in its three low bits, so that it moves in one register, also into a tuple or
+//! a struct of guards. The acquisition's subclass and nest lock stay in lockdep's held-lock
+//! entry, where a condvar wait or `unlocked` finds them (`lockdep::relock_of`). `Arc` guards
+//! are the `Arc` and the track word; with `send_guard` the track is larger (the holding thread,
+//! the subclass and nest lock) and sits next to the lock's address. Mapped
 //! guards are lock_api's mapped guard plus the map's address and the word. Without the
 //! `validate` feature the map and the word are zero-sized: every type has the size and the
 //! code of its lock_api counterpart.

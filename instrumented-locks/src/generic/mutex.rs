@@ -6,7 +6,7 @@ use lock_api::{RawMutex, RawMutexFair, RawMutexTimed};
 use lockdep::Mode;
 
 use super::{acquisitions, guard_core, lock_surface, mapped_guard, projections};
-use crate::dep::{Dep, DepRef, GuardMarker, Held, Track};
+use crate::dep::{Dep, DepRef, GuardMarker, Held, TrackMut, TrackedRef};
 use crate::HeldGuard;
 
 /// A mutual-exclusion lock over the raw mutex `R`, with the API of `lock_api::Mutex<R, T>`,
@@ -160,8 +160,8 @@ guard_core! {
     /// Holds a [`Mutex`] locked; tells lockdep and unlocks on drop.
     ///
     /// `!Send` (whatever `R::GuardMarker` says) unless the crate's `send_guard` feature is
-    /// on: a held lock belongs to the thread that took it. Two words: the mutex and the
-    /// acquisition's track.
+    /// on: a held lock belongs to the thread that took it. One word, as lock_api's: the
+    /// mutex's address, with the acquisition's track in its low bits.
     #[must_use = "if unused the Mutex will immediately unlock"]
     plain MutexGuard, mutex, marker (&'a mut T, GuardMarker, R::GuardMarker);
     /// A [`MutexGuard`] through an `Arc` ([`Mutex::lock_arc`]): no lifetime.
@@ -250,8 +250,10 @@ impl<'a, R: RawMutex, T: ?Sized> MappedMutexGuard<'a, R, T> {
 impl<'a, R: RawMutex, T: ?Sized> MutexGuard<'a, R, T> {
     /// For a condvar wait: the raw mutex, the lock's dep and this guard's track.
     #[inline]
-    pub(crate) fn wait_parts(s: &mut Self) -> (&'a R, &'a Dep, &mut Track) {
-        let lock: &'a Mutex<R, T> = s.lock;
-        (lock.raw_mutex(), &lock.dep, &mut s.track)
+    pub(crate) fn wait_parts(
+        s: &mut Self,
+    ) -> (&'a R, &'a Dep, TrackMut<'_, TrackedRef<'a, Mutex<R, T>>>) {
+        let lock: &'a Mutex<R, T> = s.lock.get();
+        (lock.raw_mutex(), &lock.dep, s.lock.track_mut())
     }
 }

@@ -2,8 +2,9 @@
 //! `arc_lock`) owning an `Arc` of it, and the mapped read and write guards.
 //!
 //! Every guard tells lockdep about a release before the real unlock, is `!Send` unless the
-//! crate's `send_guard` feature is on, and is two words (the lock and its track) except the
-//! mapped ones (lock_api's mapped guard, the lock map, the track).
+//! crate's `send_guard` feature is on, and is one word (the lock's address, its track in the low
+//! bits: see `dep::TrackedRef`) except the `Arc` guards (the `Arc`, the track) and the mapped
+//! ones (lock_api's mapped guard, the lock map, the track).
 
 use lock_api::{
     RawRwLock, RawRwLockDowngrade, RawRwLockFair, RawRwLockUpgrade, RawRwLockUpgradeDowngrade,
@@ -151,7 +152,7 @@ macro_rules! write_ops {
                 unsafe { s.lock.raw_rwlock().downgrade() };
                 let (lock, track) = $Guard::take(s);
                 let mut read = $Read::new(lock, track);
-                read.track.set_mode(&read.lock.dep, Mode::Read);
+                read.lock.with_track(|track, lock| track.set_mode(&lock.dep, Mode::Read));
                 read
             }
         }
@@ -164,7 +165,7 @@ macro_rules! write_ops {
                 unsafe { s.lock.raw_rwlock().downgrade_to_upgradable() };
                 let (lock, track) = $Guard::take(s);
                 let mut upgradable = $Upg::new(lock, track);
-                upgradable.track.set_mode(&upgradable.lock.dep, UPGRADABLE);
+                upgradable.lock.with_track(|track, lock| track.set_mode(&lock.dep, UPGRADABLE));
                 upgradable
             }
         }
@@ -189,12 +190,12 @@ macro_rules! upgradable_ops {
             #[track_caller]
             pub fn upgrade(mut s: Self) -> $Write<$($lt,)? R, T> {
                 let site = here();
-                s.track.upgrade(&s.lock.dep, site);
+                s.lock.with_track(|track, lock| track.upgrade(&lock.dep, site));
                 let raw = s.lock.raw_rwlock();
                 // The wait, if the try fails, is announced like a blocking lock's (`block`).
                 block(
                     &s.lock.dep,
-                    s.track,
+                    s.lock.track(),
                     site,
                     // SAFETY: the guard holds the lock upgradable.
                     || unsafe { raw.try_upgrade() },
@@ -215,7 +216,7 @@ macro_rules! upgradable_ops {
                 }
                 let (lock, track) = $Guard::take(s);
                 let mut write = $Write::new(lock, track);
-                write.track.set_mode(&write.lock.dep, Mode::Exclusive);
+                write.lock.with_track(|track, lock| track.set_mode(&lock.dep, Mode::Exclusive));
                 Ok(write)
             }
         }
@@ -229,7 +230,7 @@ macro_rules! upgradable_ops {
                 unsafe { s.lock.raw_rwlock().downgrade_upgradable() };
                 let (lock, track) = $Guard::take(s);
                 let mut read = $Read::new(lock, track);
-                read.track.set_mode(&read.lock.dep, Mode::Read);
+                read.lock.with_track(|track, lock| track.set_mode(&lock.dep, Mode::Read));
                 read
             }
 
@@ -240,12 +241,12 @@ macro_rules! upgradable_ops {
             #[track_caller]
             pub fn with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
                 let site = here();
-                self.track.upgrade(&self.lock.dep, site);
+                self.lock.with_track(|track, lock| track.upgrade(&lock.dep, site));
                 let raw = self.lock.raw_rwlock();
                 // The wait is announced as in `upgrade`.
                 block(
                     &self.lock.dep,
-                    self.track,
+                    self.lock.track(),
                     site,
                     // SAFETY: the guard holds the lock upgradable.
                     || unsafe { raw.try_upgrade() },
@@ -265,22 +266,23 @@ macro_rules! upgradable_ops {
                 }
                 // Cannot report: the entry is held (a mode change reports only a lock that is
                 // not), so nothing can unwind between the raw upgrade and the downgrade guard.
-                self.track.set_mode(&self.lock.dep, Mode::Exclusive);
+                self.lock.with_track(|track, lock| track.set_mode(&lock.dep, Mode::Exclusive));
                 Some(self.upgraded(f))
             }
 
             /// Runs `f` on the upgraded lock, then downgrades it (raw, then lockdep's mode).
             #[inline]
             fn upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Ret {
-                let lock = &*self.lock;
-                let track = &mut self.track;
-                let _downgrade = Defer::new(|| {
-                    // SAFETY: the lock is held exclusively by this guard's thread (upgraded).
-                    unsafe { lock.raw_rwlock().downgrade_to_upgradable() };
-                    track.set_mode(&lock.dep, UPGRADABLE);
-                });
-                // SAFETY: the lock is held exclusively until `_downgrade` runs.
-                f(unsafe { &mut *lock.data_ptr() })
+                self.lock.with_track(|track, lock| {
+                    let _downgrade = Defer::new(|| {
+                        // SAFETY: the lock is held exclusively by this guard's thread
+                        // (upgraded).
+                        unsafe { lock.raw_rwlock().downgrade_to_upgradable() };
+                        track.set_mode(&lock.dep, UPGRADABLE);
+                    });
+                    // SAFETY: the lock is held exclusively until `_downgrade` runs.
+                    f(unsafe { &mut *lock.data_ptr() })
+                })
             }
         }
 
@@ -314,12 +316,13 @@ macro_rules! upgradable_ops {
                 mut s: Self,
                 upgrade: impl FnOnce(&R) -> bool,
             ) -> Result<$Write<$($lt,)? R, T>, Self> {
-                let undo = s.track.upgrade_timed(&s.lock.dep, here());
+                let site = here();
+                let undo = s.lock.with_track(|track, lock| track.upgrade_timed(&lock.dep, site));
                 if upgrade(s.lock.raw_rwlock()) {
                     let (lock, track) = $Guard::take(s);
                     Ok($Write::new(lock, track))
                 } else {
-                    s.track.upgrade_failed(&s.lock.dep, undo);
+                    s.lock.with_track(|track, lock| track.upgrade_failed(&lock.dep, undo));
                     Err(s)
                 }
             }
@@ -361,11 +364,12 @@ macro_rules! upgradable_ops {
                 upgrade: impl FnOnce(&R) -> bool,
                 f: F,
             ) -> Option<Ret> {
-                let undo = self.track.upgrade_timed(&self.lock.dep, here());
+                let site = here();
+                let undo = self.lock.with_track(|track, lock| track.upgrade_timed(&lock.dep, site));
                 if upgrade(self.lock.raw_rwlock()) {
                     Some(self.upgraded(f))
                 } else {
-                    self.track.upgrade_failed(&self.lock.dep, undo);
+                    self.lock.with_track(|track, lock| track.upgrade_failed(&lock.dep, undo));
                     None
                 }
             }

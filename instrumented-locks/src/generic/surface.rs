@@ -8,6 +8,10 @@
 /// method that takes the lock to serialize it.
 macro_rules! lock_surface {
     ($Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident) => {
+        // SAFETY: the lock's first field is its `Dep` (sized), so its alignment is at least
+        // the `Dep`'s, a lock map's with `validate`.
+        unsafe impl<$($P: $Bound),+, T: ?Sized> $crate::dep::Locked for $Lock<$($P),+, T> {}
+
         impl<$($P: $Bound),+, T> $Lock<$($P),+, T> {
             /// A new unlocked lock. Its lock class is the caller's source location and
             /// the type `T`; reports call it by that (`Kind<T>@file:line`) unless it is
