@@ -286,7 +286,7 @@ pub enum Report {
         /// The lock being acquired.
         acquiring: LockDesc,
         /// The name of the nest lock's map; for a re-acquisition after a release
-        /// ([`relock`](crate::relock)), which keeps only its address, "the lock at 0x…".
+        /// ([`relock`](crate::relock())), which keeps only its address, "the lock at 0x…".
         nest_lock: String,
         /// The thread's held locks.
         held: Vec<LockDesc>,
