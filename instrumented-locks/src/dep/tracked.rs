@@ -3,11 +3,12 @@
 //!
 //! A plain guard is one word, as parking_lot's is: the lock's address, with the track in its
 //! three low bits (a lock embeds a [`Dep`](super::Dep), a lock map, 8-aligned, so an address
-//! of a lock has them clear). A guard of two words (the address, then the track) was returned
-//! in two registers, but moved into a tuple or a struct of guards (locks released in the
-//! order taken) it was written as two 8-byte stores and read back as one 16-byte load, which
-//! the CPU cannot forward from the stores: about 2.7 ns a lock on such a pair on a Zen 4, with validation
-//! switched on or off (see BENCHMARKS.md). One word moves in a register.
+//! of a lock has them clear); the usual guard, held exclusively, has them all zero. A guard of
+//! two words (the address, then the track) was returned in two registers, but moved into a
+//! tuple or a struct of guards (locks released in the order taken) it was written as two
+//! 8-byte stores and read back as one 16-byte load, which the CPU cannot forward from the
+//! stores: about 2.7 ns a lock on such a pair on a Zen 4, with validation switched on or off
+//! (see BENCHMARKS.md). One word moves in a register.
 //!
 //! With `send_guard`, a track is more than three bits (the holding thread, the acquisition's
 //! subclass and nest lock), and the guard keeps it next to the reference. Without `validate`,
