@@ -148,28 +148,22 @@ impl<L: ?Sized + Locked> TrackStore for TrackedRef<'_, L> {
     }
 }
 
-/// A guard's borrow of its lock, with the guard's track next to it (with `send_guard`, a
-/// track of more than a few bits; without `validate`, a zero-sized one: then one word).
-#[cfg(not(all(feature = "validate", not(feature = "send_guard"))))]
-pub(crate) struct TrackedRef<'a, L: ?Sized> {
-    lock: &'a L,
+/// A guard's pointer to its lock (`P`: a reference or an `Arc`), with the guard's track next
+/// to it: [`TrackedRef`] where the track does not fit in the address, and `TrackedArc`.
+#[cfg(any(
+    not(all(feature = "validate", not(feature = "send_guard"))),
+    feature = "arc_lock"
+))]
+pub(crate) struct Beside<P> {
+    lock: P,
     track: Track,
 }
 
-#[cfg(not(all(feature = "validate", not(feature = "send_guard"))))]
-impl<'a, L: ?Sized + Locked> TrackedRef<'a, L> {
-    /// The lock `lock`, with the track `track`.
-    #[inline]
-    pub(crate) fn new(lock: &'a L, track: Track) -> Self {
-        TrackedRef { lock, track }
-    }
-
-    /// The lock, for as long as the guard's borrow.
-    #[inline]
-    pub(crate) fn get(&self) -> &'a L {
-        self.lock
-    }
-
+#[cfg(any(
+    not(all(feature = "validate", not(feature = "send_guard"))),
+    feature = "arc_lock"
+))]
+impl<P> Beside<P> {
     /// The track.
     #[inline]
     pub(crate) fn track(&self) -> Track {
@@ -183,8 +177,11 @@ impl<'a, L: ?Sized + Locked> TrackedRef<'a, L> {
     }
 }
 
-#[cfg(not(all(feature = "validate", not(feature = "send_guard"))))]
-impl<L: ?Sized + Locked> TrackStore for TrackedRef<'_, L> {
+#[cfg(any(
+    not(all(feature = "validate", not(feature = "send_guard"))),
+    feature = "arc_lock"
+))]
+impl<P> TrackStore for Beside<P> {
     #[inline]
     fn load(&self) -> Track {
         self.track
@@ -192,6 +189,26 @@ impl<L: ?Sized + Locked> TrackStore for TrackedRef<'_, L> {
     #[inline]
     fn store(&mut self, track: Track) {
         self.track = track;
+    }
+}
+
+/// A guard's borrow of its lock, with the guard's track next to it (with `send_guard`, a
+/// track of more than a few bits; without `validate`, a zero-sized one: then one word).
+#[cfg(not(all(feature = "validate", not(feature = "send_guard"))))]
+pub(crate) type TrackedRef<'a, L> = Beside<&'a L>;
+
+#[cfg(not(all(feature = "validate", not(feature = "send_guard"))))]
+impl<'a, L: ?Sized + Locked> Beside<&'a L> {
+    /// The lock `lock`, with the track `track`.
+    #[inline]
+    pub(crate) fn new(lock: &'a L, track: Track) -> Self {
+        Beside { lock, track }
+    }
+
+    /// The lock, for as long as the guard's borrow.
+    #[inline]
+    pub(crate) fn get(&self) -> &'a L {
+        self.lock
     }
 }
 
@@ -227,35 +244,20 @@ impl<L: ?Sized + Locked> Deref for TrackedRef<'_, L> {
 /// A guard's `Arc` of its lock, with the guard's track next to it (two words: the accessor
 /// lends the `Arc` itself, so it is kept as it is).
 #[cfg(feature = "arc_lock")]
-pub(crate) struct TrackedArc<L: ?Sized> {
-    lock: Arc<L>,
-    track: Track,
-}
+pub(crate) type TrackedArc<L> = Beside<Arc<L>>;
 
 #[cfg(feature = "arc_lock")]
-impl<L: ?Sized + Locked> TrackedArc<L> {
+impl<L: ?Sized + Locked> Beside<Arc<L>> {
     /// The lock `lock`, with the track `track`.
     #[inline]
     pub(crate) fn new(lock: Arc<L>, track: Track) -> Self {
-        TrackedArc { lock, track }
+        Beside { lock, track }
     }
 
     /// The `Arc`.
     #[inline]
     pub(crate) fn arc(&self) -> &Arc<L> {
         &self.lock
-    }
-
-    /// The track.
-    #[inline]
-    pub(crate) fn track(&self) -> Track {
-        self.track
-    }
-
-    /// Sets the track.
-    #[inline]
-    pub(crate) fn set_track(&mut self, track: Track) {
-        self.track = track;
     }
 
     /// The `Arc` and the track.
@@ -272,7 +274,7 @@ impl<L: ?Sized + Locked> TrackedArc<L> {
 }
 
 #[cfg(feature = "arc_lock")]
-impl<L: ?Sized + Locked> Deref for TrackedArc<L> {
+impl<L: ?Sized + Locked> Deref for Beside<Arc<L>> {
     type Target = L;
     #[inline]
     fn deref(&self) -> &L {
