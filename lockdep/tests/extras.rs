@@ -496,7 +496,7 @@ fn a_relock_is_validated_with_the_subclass_and_nest_lock_of_the_release() {
     let Report::NestLockNotHeld { nest_lock, .. } = &r[0] else {
         unreachable!()
     };
-    assert_eq!(*nest_lock, format!("the lock at {:p}", table));
+    assert_eq!(*nest_lock, format!("at {:p}", table));
 
     // No entry of the lock on this thread: the default.
     assert_eq!(

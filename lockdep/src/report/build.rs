@@ -126,7 +126,7 @@ pub(crate) fn nest_lock_not_held(
     nest_lock: &str,
 ) -> Report {
     let nest_lock = if nest_lock.is_empty() {
-        format!("the lock at {:#x}", acquiring.nest_lock)
+        format!("at {:#x}", acquiring.nest_lock)
     } else {
         nest_lock.to_owned()
     };

@@ -286,7 +286,8 @@ pub enum Report {
         /// The lock being acquired.
         acquiring: LockDesc,
         /// The name of the nest lock's map; for a re-acquisition after a release
-        /// ([`relock`](crate::relock())), which keeps only its address, "the lock at 0x…".
+        /// ([`relock`](crate::relock())), which keeps only its address, "at 0x…" (the text
+        /// then reads "its nest lock at 0x… is not held").
         nest_lock: String,
         /// The thread's held locks.
         held: Vec<LockDesc>,
