@@ -224,6 +224,11 @@
 //!   `force_unlock_read` takes the topmost read entry (plain or recursive) of the lock.
 //! - A `ReentrantMutex` has one held-lock entry, made by its outermost guard, for as long as
 //!   the thread holds a level of it: a nested guard that outlives the outermost one keeps it.
+//!   A known fault: `unlocked`, `unlocked_fair` and `bump` on a re-entrant guard while the
+//!   thread holds another level of the mutex release the entry and validate a relock,
+//!   though the mutex stays owned (lock_api unlocks one level, and its `bump` does nothing
+//!   then): `bump` can report a false cycle with a lock taken under the mutex, and what
+//!   `unlocked`'s closure takes is not ordered after the mutex.
 //! - An upgrade is validated as an acquisition that waits for the lock's readers; a cycle
 //!   through another thread's exclusive holding of the lock, which cannot coexist with the
 //!   upgrading thread's upgradable read, is still reported (an over-approximation).
