@@ -224,11 +224,12 @@
 //!   `force_unlock_read` takes the topmost read entry (plain or recursive) of the lock.
 //! - A `ReentrantMutex` has one held-lock entry, made by its outermost guard, for as long as
 //!   the thread holds a level of it: a nested guard that outlives the outermost one keeps it.
-//!   A known fault: `unlocked`, `unlocked_fair` and `bump` on a re-entrant guard while the
-//!   thread holds another level of the mutex release the entry and validate a relock,
-//!   though the mutex stays owned (lock_api unlocks one level, and its `bump` does nothing
-//!   then): `bump` can report a false cycle with a lock taken under the mutex, and what
-//!   `unlocked`'s closure takes is not ordered after the mutex.
+//!   `unlocked`, `unlocked_fair` and `bump` on a re-entrant guard release one level: lockdep
+//!   hears of it only if it was the thread's last (above it the mutex stays owned, the entry
+//!   stays, and the re-lock is not validated, as it cannot block). A re-entrant `bump` is a
+//!   fair `unlocked` with nothing to run (lock_api's own does not tell whether it released).
+//! - If the closure of an `unlocked` unwinds, the guard owns the lock again and the stack
+//!   says so: the re-lock is validated and recorded on the unwind too.
 //! - An upgrade is validated as an acquisition that waits for the lock's readers; a cycle
 //!   through another thread's exclusive holding of the lock, which cannot coexist with the
 //!   upgrading thread's upgradable read, is still reported (an over-approximation).

@@ -63,7 +63,13 @@ impl Dep {
         Track
     }
     #[inline(always)]
+    pub(crate) fn saved_entry(&self, _mode: Mode) -> Option<Saved> {
+        None
+    }
+    #[inline(always)]
     pub(crate) fn release_own(&self, _site: Site) {}
+    #[inline(always)]
+    pub(crate) fn release_own_any(&self, _site: Site) {}
     #[inline(always)]
     pub(crate) fn force_release(&self, _locked: bool, _site: Site, _read: bool) -> bool {
         true
@@ -110,6 +116,9 @@ impl<'a> From<&'a Dep> for DepRef<'a> {
 /// Zero-sized: nothing to track.
 #[derive(Clone, Copy)]
 pub(crate) struct Track;
+
+/// What a release-and-relock keeps: nothing.
+pub(crate) type Saved = Track;
 
 impl Track {
     pub(crate) const NONE: Track = Track;

@@ -152,11 +152,38 @@ impl Dep {
         }
     }
 
+    /// This thread's held-lock entry of the lock, as [`Track::suspend`] would keep it for a
+    /// relock in `mode`, if it has one (and validation is on): what a re-entrant mutex's
+    /// guard keeps when it may be releasing the last level, whichever guard holds the entry.
+    #[inline]
+    pub(crate) fn saved_entry(&self, mode: Mode) -> Option<Saved> {
+        if !(crate::is_enabled() && lockdep::is_held(&self.map)) {
+            return None;
+        }
+        let how = lockdep::relock_of(&self.map, mode);
+        #[allow(unused_mut)]
+        let mut track = Track::held(mode, 0, None);
+        #[cfg(feature = "send_guard")]
+        {
+            track.how = how;
+        }
+        Some(Saved { track, how })
+    }
+
     /// Releases this thread's held-lock entry of the lock, if it has one, silently otherwise
     /// (a reentrant mutex's last level went without its outermost guard).
     #[inline]
     pub(crate) fn release_own(&self, site: Site) {
         if crate::is_enabled() && lockdep::is_held(&self.map) {
+            lockdep::release(&self.map, site);
+        }
+    }
+
+    /// Releases this thread's held-lock entry of the lock if it has one, whether validation
+    /// is on or not (an entry made while it was on goes when the lock does).
+    #[inline]
+    pub(crate) fn release_own_any(&self, site: Site) {
+        if lockdep::is_held(&self.map) {
             lockdep::release(&self.map, site);
         }
     }

@@ -72,25 +72,57 @@ pub(crate) fn timed(
     }
 }
 
-/// Runs `f` with the lock released (`unlocked`, `unlocked_fair`): releases the entry,
-/// `unlock`s, runs `f`, validates the re-lock (blocking, before it can block, with the locks
-/// held then) and `lock`s again. If `f` or a panicking policy unwinds, the lock is re-taken
-/// anyway (the guard owns it again) and the guard tracks nothing.
-#[inline]
-pub(crate) fn unlocked<U>(
-    track: &mut Track,
-    dep: &Dep,
-    site: Site,
-    unlock: impl FnOnce(),
-    lock: impl FnOnce(),
-    f: impl FnOnce() -> U,
-) -> U {
-    let saved = track.suspend(dep, site);
-    unlock();
-    let _relock = Defer::new(lock);
-    let r = f();
-    track.resume(dep, saved, site);
-    r
+/// How the guards of a lock release it and take it again (`unlocked`, `unlocked_fair`,
+/// `bump`): the lockdep side of [`guard_core`](super::guard_core)'s methods. Every lock
+/// shares the default, but the re-entrant mutex, whose levels above the thread's last one
+/// release nothing.
+pub(crate) trait Relocks {
+    /// The lock's validator state.
+    fn dep(&self) -> &Dep;
+
+    /// Runs `f` with the lock released (`unlocked`, `unlocked_fair`): releases the entry,
+    /// `unlock`s (the guard's release, given the guard's track: with the entry gone, the raw
+    /// unlock alone), runs `f`, validates the re-lock (blocking, before it can block, with the
+    /// locks held then) and `lock`s again. If `f` unwinds, the re-lock is validated and taken
+    /// all the same, so the guard owns the lock again and its entry is back on the stack (a
+    /// report found then is delivered but does not unwind: lockdep never unwinds a panicking
+    /// thread); if lockdep's policy panics at the re-lock, the lock is still taken again and
+    /// the guard tracks nothing.
+    #[inline]
+    fn unlocked_track<U>(
+        &self,
+        track: &mut Track,
+        site: Site,
+        unlock: impl FnOnce(&Self, &mut Track),
+        lock: impl FnOnce(&Self),
+        f: impl FnOnce() -> U,
+    ) -> U {
+        let dep = self.dep();
+        let saved = track.suspend(dep, site);
+        unlock(self, track);
+        let _relock = Defer::new(move || {
+            let _lock = Defer::new(move || lock(self));
+            track.resume(dep, saved, site);
+        });
+        f()
+    }
+
+    /// `bump`: a release and a validated re-lock in lockdep, then the raw `bump` (which
+    /// takes the lock again before it returns). `unlock_fair` (the guard's fair release) and
+    /// `lock` (the raw lock) are for a lock whose bump is a fair `unlocked`.
+    #[inline]
+    fn bump_track(
+        &self,
+        track: &mut Track,
+        site: Site,
+        bump: impl FnOnce(&Self),
+        unlock_fair: impl FnOnce(&Self, &mut Track),
+        lock: impl FnOnce(&Self),
+    ) {
+        let _ = (unlock_fair, lock);
+        track.relock(self.dep(), site);
+        bump(self);
+    }
 }
 
 /// Runs a closure when dropped, on a normal exit or an unwind (a re-lock or a downgrade that

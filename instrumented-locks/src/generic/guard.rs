@@ -220,8 +220,8 @@ pub(crate) use mapped_guard;
 /// `release` (and `release_fair`) gives lockdep the release of the track `$t` and unlocks the
 /// lock `$l` (a `&Lock`) for good; with a track that is not held it is the raw unlock alone.
 /// `relock` takes the raw lock again, `bump` is the raw bump. Lockdep's side of every
-/// operation is here: a release before the raw unlock, a validated re-lock before the raw
-/// one.
+/// operation is here, or in the lock's [`Relocks`](crate::generic::Relocks) for `unlocked`
+/// and `bump`: a release before the raw unlock, a validated re-lock before the raw one.
 macro_rules! guard_core {
     (
         $Lock:ident<$($P:ident),*>: impl[$($g:tt)*] fair[$($fg:tt)*];
@@ -325,15 +325,14 @@ macro_rules! guard_core {
             fn unlocked_with<U>(
                 s: &mut Self,
                 site: $crate::dep::Site,
-                unlock: impl FnOnce(&$Target),
+                unlock: impl FnOnce(&$Target, &mut $crate::dep::Track),
                 f: impl FnOnce() -> U,
             ) -> U {
                 s.lock.with_track(|track, lock| {
-                    let relock = || {
-                        let $l3 = lock;
+                    let relock = |$l3: &$Target| {
                         $relock;
                     };
-                    $crate::generic::unlocked(track, &lock.dep, site, || unlock(lock), relock, f)
+                    $crate::generic::Relocks::unlocked_track(lock, track, site, unlock, relock, f)
                 })
             }
         }
@@ -361,9 +360,24 @@ macro_rules! guard_core {
             #[track_caller]
             pub fn bump(s: &mut Self) {
                 let site = $crate::generic::here();
-                s.lock.with_track(|track, lock| track.relock(&lock.dep, site));
-                let $l4 = &*s.lock;
-                $bump;
+                let bump = |$l4: &$Target| {
+                    $bump;
+                };
+                let unlock_fair = |$l2: &$Target, track: &mut $crate::dep::Track| {
+                    #[allow(unused_mut)]
+                    let mut $t2 = *track;
+                    let $s2 = site;
+                    $release_fair;
+                    *track = $t2;
+                };
+                let relock = |$l3: &$Target| {
+                    $relock;
+                };
+                s.lock.with_track(|track, lock| {
+                    $crate::generic::Relocks::bump_track(
+                        lock, track, site, bump, unlock_fair, relock,
+                    )
+                });
             }
         }
 
@@ -396,11 +410,12 @@ macro_rules! guard_core {
         #[track_caller]
         pub fn $name<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
             let site = $crate::generic::here();
-            let unlock = |$l: &$Target| {
+            let unlock = |$l: &$Target, track: &mut $crate::dep::Track| {
                 #[allow(unused_mut)]
-                let mut $t = $crate::dep::Track::NONE;
+                let mut $t = *track;
                 let $s = site;
                 $release;
+                *track = $t;
             };
             Self::unlocked_with(s, site, unlock, f)
         }

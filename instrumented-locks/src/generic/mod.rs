@@ -53,7 +53,7 @@ pub use remutex::ArcReentrantMutexGuard;
 pub use rwlock_guards::{ArcRwLockReadGuard, ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard};
 
 pub(crate) use acquire::{
-    acquisitions, block, here, raw_helpers, timed, tried, unlocked, Defer, Tracked,
+    acquisitions, block, here, raw_helpers, timed, tried, Defer, Relocks, Tracked,
 };
 pub(crate) use guard::{
     guard_core, guard_impls, guard_mut, guard_stable, mapped_guard, projections,

@@ -36,6 +36,14 @@ pub struct Mutex<R: RawMutex, T: ?Sized> {
 
 lock_surface!(Mutex<R: RawMutex>, "Mutex", lock);
 
+// `unlocked` and `bump` as every lock has them (a release, a validated re-lock).
+impl<R: RawMutex, T: ?Sized> super::Relocks for Mutex<R, T> {
+    #[inline(always)]
+    fn dep(&self) -> &Dep {
+        &self.dep
+    }
+}
+
 impl<R: RawMutex, T> Mutex<R, T> {
     /// A new unlocked mutex over the raw mutex `raw_mutex` (`lock_api::Mutex::from_raw`);
     /// class as for [`new`](Self::new).

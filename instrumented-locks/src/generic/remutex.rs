@@ -5,13 +5,15 @@
 //! held stack (the guard of such a nested lock tracks nothing). The entry lives as long as
 //! the thread holds a level: if the outermost guard is dropped before a nested one, the
 //! entry stays (at its place on the stack) until the nested guard, the last level, goes.
+//! The same rule holds for a guard's `unlocked` and `bump`: only the last level's release and
+//! re-lock reach lockdep (see the `Relocks` impl).
 //!
 //! The raw side is lock_api's: its re-entrant raw mutex (owner and count over `R`) has no
 //! public constructor from parts, so the lock wraps the whole `lock_api::ReentrantMutex` and
 //! takes and releases levels through its methods (`lock` then `mem::forget` of lock_api's
 //! guard, `force_unlock`), which compile to the raw calls.
 
-use std::mem::{forget, ManuallyDrop};
+use std::mem::forget;
 #[cfg(feature = "arc_lock")]
 use std::sync::Arc;
 
@@ -20,9 +22,9 @@ use lockdep::{LockMap, Mode};
 
 use super::{
     acquisitions, block, guard_core, here, lock_surface, mapped_guard, projections, timed, tried,
-    Tracked,
+    Defer, Relocks, Tracked,
 };
-use crate::dep::{Dep, DepRef, Held, Track};
+use crate::dep::{Dep, DepRef, Held, Site, Track};
 
 /// The lock_api re-entrant mutex this type wraps.
 type Inner<R, G, T> = lock_api::ReentrantMutex<R, G, T>;
@@ -168,8 +170,8 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     #[inline]
     unsafe fn release_level(
         &self,
-        mut track: Track,
-        site: crate::dep::Site,
+        track: &mut Track,
+        site: Site,
         unlock: impl FnOnce(&Inner<R, G, T>),
     ) {
         // Whether this was the thread's last level is known only after the unlock, so
@@ -264,12 +266,12 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         }
         // SAFETY: the caller's contract is `release_level`'s; lock_api's `force_unlock`
         // releases one level (the caller owns one).
-        unsafe { self.release_level(Track::NONE, here(), |m| m.force_unlock()) }
+        unsafe { self.release_level(&mut { Track::NONE }, here(), |m| m.force_unlock()) }
     }
 
     /// For a force-unlock at `site`: true if the calling thread owns a level; else reports
     /// the bad unlock balance (the validator's, when validation is on) and returns false.
-    fn owns_a_level(&self, site: crate::dep::Site) -> bool {
+    fn owns_a_level(&self, site: Site) -> bool {
         self.inner.is_owned_by_current_thread() || self.dep.force_release(false, site, false)
     }
 }
@@ -288,7 +290,7 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
             return;
         }
         // SAFETY: as in `force_unlock`.
-        unsafe { self.release_level(Track::NONE, here(), |m| m.force_unlock_fair()) }
+        unsafe { self.release_level(&mut { Track::NONE }, here(), |m| m.force_unlock_fair()) }
     }
 }
 
@@ -322,18 +324,82 @@ guard_core! {
     #[must_use = "if unused the ReentrantMutex will immediately unlock"]
     arc ArcReentrantMutexGuard, marker GuardNoSend;
     // SAFETY: the guard held a level, and is gone; lock_api's `force_unlock` releases one.
-    release: |lock, track, site| unsafe { lock.release_level(track, site, |m| m.force_unlock()) };
+    release: |lock, track, site| unsafe {
+        lock.release_level(&mut track, site, |m| m.force_unlock())
+    };
     // SAFETY: as for `release`, with the fair unlock.
     release_fair: |lock, track, site| unsafe {
-        lock.release_level(track, site, |m| m.force_unlock_fair())
+        lock.release_level(&mut track, site, |m| m.force_unlock_fair())
     };
     relock: |lock| forget(lock.inner.lock());
-    bump: |lock| {
-        // SAFETY: the guard owns a level; lock_api's guard made for it is bumped and
-        // forgotten, so the level stays this guard's.
-        let mut level = ManuallyDrop::new(unsafe { lock.inner.make_guard_unchecked() });
-        lock_api::ReentrantMutexGuard::bump(&mut level);
-    };
+    // Not called: a re-entrant guard's bump is a fair `unlocked` (see `Relocks` below).
+    bump: |_lock| {};
+}
+
+/// `unlocked`, `unlocked_fair` and `bump` of a re-entrant guard release one level; lockdep
+/// hears of it only if that was the thread's last level (as of the first acquisition: only
+/// the outermost one is validated). Above the last level the mutex stays owned, so the entry
+/// stays and `f` runs with it held (its locks depend on the mutex), and the re-lock (a count
+/// increment) cannot block and is not validated. If the last level goes (whichever guard
+/// holds the entry: this one, or the outermost one that a nested guard outlived), the entry
+/// goes with it, and the re-lock is validated as an outermost acquisition with the entry's
+/// subclass and nest lock; this guard then holds the entry. The re-lock is judged when it
+/// happens: if `f` released the other levels, it is the outermost again.
+///
+/// lock_api's `ReentrantMutexGuard::bump` is a no-op above one level and does not tell which
+/// it is; this `bump` is a fair `unlocked` with nothing to run, which it is "functionally
+/// equivalent" to (lock_api's docs): without waiters, a raw unlock and lock of the last level
+/// where lock_api's bump reads the lock word once.
+impl<R: RawMutex, G: GetThreadId, T: ?Sized> Relocks for ReentrantMutex<R, G, T> {
+    #[inline(always)]
+    fn dep(&self) -> &Dep {
+        &self.dep
+    }
+
+    #[inline]
+    fn unlocked_track<U>(
+        &self,
+        track: &mut Track,
+        site: Site,
+        unlock: impl FnOnce(&Self, &mut Track),
+        lock: impl FnOnce(&Self),
+        f: impl FnOnce() -> U,
+    ) -> U {
+        // The thread's entry (whichever guard holds it), for a re-lock of the last level.
+        let saved = self.dep.saved_entry(Mode::Exclusive);
+        // One level goes; the entry with it if it was the thread's last (`release_level`,
+        // with this guard's track).
+        unlock(self, track);
+        let _relock = Defer::new(move || {
+            let outermost = !self.inner.is_owned_by_current_thread();
+            let _lock = Defer::new(move || lock(self));
+            if outermost {
+                if track.is_held() {
+                    // The other levels went in `f` (a nested guard moved into it), and their
+                    // release took this guard's entry, or left it while validation was off.
+                    self.dep.release_own_any(site);
+                    *track = Track::NONE;
+                }
+                if let Some(saved) = saved {
+                    track.resume(&self.dep, saved, site);
+                }
+            }
+        });
+        f()
+    }
+
+    #[inline]
+    fn bump_track(
+        &self,
+        track: &mut Track,
+        site: Site,
+        bump: impl FnOnce(&Self),
+        unlock_fair: impl FnOnce(&Self, &mut Track),
+        lock: impl FnOnce(&Self),
+    ) {
+        let _ = bump;
+        self.unlocked_track(track, site, unlock_fair, lock, || ());
+    }
 }
 
 // SAFETY: sharing `&Guard` shares only `&T`, `&R` and `&G` (as lock_api's guard).

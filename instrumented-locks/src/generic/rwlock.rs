@@ -44,6 +44,14 @@ pub struct RwLock<R: RawRwLock, T: ?Sized> {
 
 lock_surface!(RwLock<R: RawRwLock>, "RwLock", read);
 
+// `unlocked` and `bump` as every lock has them (a release, a validated re-lock).
+impl<R: RawRwLock, T: ?Sized> super::Relocks for RwLock<R, T> {
+    #[inline(always)]
+    fn dep(&self) -> &Dep {
+        &self.dep
+    }
+}
+
 impl<R: RawRwLock, T> RwLock<R, T> {
     /// A new unlocked lock over the raw lock `raw_rwlock` (`lock_api::RwLock::from_raw`);
     /// class as for [`new`](Self::new).
