@@ -225,3 +225,85 @@ fn a_panic_in_unlocked_leaves_the_lock_held_and_tracked() {
     assert_eq!(held_count(), 0);
     assert_reports!();
 }
+
+/// `unlocked` of two guards, one inside the other's: the inner one releases the last level and
+/// re-locks it as the outermost, so it tracks the one entry, and the outer guard's re-lock
+/// (above the last level) tracks nothing. Every drop order releases the entry exactly once,
+/// the outer guard mapped too.
+#[test]
+fn nested_unlocked_calls_leave_one_guard_tracking_the_entry() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    for outer_first in [true, false] {
+        let mut g1 = rm.lock();
+        let mut g2 = rm.lock();
+        ReentrantMutexGuard::unlocked(&mut g1, || {
+            ReentrantMutexGuard::unlocked(&mut g2, || assert_eq!(held_count(), 0));
+            assert!(holds(&rm));
+        });
+        assert_eq!(held_count(), 1);
+        if outer_first {
+            // Mapped: a mapped guard releases what its guard tracked, whatever the levels.
+            drop(ReentrantMutexGuard::map(g1, |v| v));
+            assert!(holds(&rm));
+            drop(g2);
+        } else {
+            drop(g2);
+            assert!(holds(&rm));
+            drop(g1);
+        }
+        assert_eq!(held_count(), 0);
+    }
+    assert_reports!();
+}
+
+/// Validation switched off around the last level's release by a guard that does not track
+/// the entry (a nested guard that outlived the outermost one, `force_unlock` of a forgotten
+/// guard's level), or inside a closure that re-takes the mutex: the entry made while it was
+/// on goes with the lock all the same, so the next lock is no false recursion.
+#[test]
+fn an_entry_made_while_on_goes_with_its_lock_while_switched_off() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    let m = Mutex::named(0, "M");
+
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    drop(g1);
+    set_enabled(false);
+    drop(g2);
+    set_enabled(true);
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+
+    std::mem::forget(rm.lock());
+    std::mem::forget(m.lock());
+    set_enabled(false);
+    // SAFETY: the forgotten guards' levels, which no live guard owns.
+    unsafe {
+        rm.force_unlock();
+        m.force_unlock();
+    }
+    set_enabled(true);
+    assert_eq!(held_count(), 0);
+    drop((rm.lock(), m.lock()));
+
+    // The closure of `unlocked` above the last level releases the other level (the entry
+    // goes) and re-takes the mutex while switched off (no entry): the outer guard's re-lock
+    // is above that level, and tracks nothing.
+    let mut g1 = rm.lock();
+    let g2 = rm.lock();
+    let rm_ref = &rm;
+    let g3 = ReentrantMutexGuard::unlocked(&mut g1, move || {
+        drop(g2);
+        set_enabled(false);
+        let g3 = rm_ref.lock();
+        set_enabled(true);
+        g3
+    });
+    assert_eq!(held_count(), 0);
+    drop(g3);
+    drop(g1);
+    assert_eq!(held_count(), 0);
+    assert_reports!();
+}

@@ -69,8 +69,6 @@ impl Dep {
     #[inline(always)]
     pub(crate) fn release_own(&self, _site: Site) {}
     #[inline(always)]
-    pub(crate) fn release_own_any(&self, _site: Site) {}
-    #[inline(always)]
     pub(crate) fn force_release(&self, _locked: bool, _site: Site, _read: bool) -> bool {
         true
     }

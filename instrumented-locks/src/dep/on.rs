@@ -171,18 +171,10 @@ impl Dep {
     }
 
     /// Releases this thread's held-lock entry of the lock, if it has one, silently otherwise
-    /// (a reentrant mutex's last level went without its outermost guard).
+    /// (a re-entrant mutex's last level went without the guard that tracks the entry).
+    /// Whether validation is on or not: an entry made while it was on goes with the lock.
     #[inline]
     pub(crate) fn release_own(&self, site: Site) {
-        if crate::is_enabled() && lockdep::is_held(&self.map) {
-            lockdep::release(&self.map, site);
-        }
-    }
-
-    /// Releases this thread's held-lock entry of the lock if it has one, whether validation
-    /// is on or not (an entry made while it was on goes when the lock does).
-    #[inline]
-    pub(crate) fn release_own_any(&self, site: Site) {
         if lockdep::is_held(&self.map) {
             lockdep::release(&self.map, site);
         }
@@ -199,6 +191,15 @@ impl Dep {
     #[inline]
     pub(crate) fn force_release(&self, locked: bool, site: Site, read: bool) -> bool {
         if !crate::is_enabled() {
+            // Switched off: no report, but an entry made while it was on still goes (or the
+            // lock would be "held" for ever on that thread's stack).
+            if locked {
+                if read {
+                    lockdep::force_release_read(&self.map, site);
+                } else {
+                    lockdep::force_release(&self.map, site);
+                }
+            }
             return true;
         }
         match (locked, read) {

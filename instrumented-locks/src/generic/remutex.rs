@@ -373,13 +373,13 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> Relocks for ReentrantMutex<R, G, T>
         let _relock = Defer::new(move || {
             let outermost = !self.inner.is_owned_by_current_thread();
             let _lock = Defer::new(move || lock(self));
+            // Whatever this guard tracked before `f`: the other levels' guards may have
+            // released the entry in `f` (the last level went there) and made another (an
+            // outermost lock again), which their guard tracks. The entry goes with the last
+            // level whichever guard releases it (`release_level`), so this guard need track
+            // only what its own re-lock makes.
+            *track = Track::NONE;
             if outermost {
-                if track.is_held() {
-                    // The other levels went in `f` (a nested guard moved into it), and their
-                    // release took this guard's entry, or left it while validation was off.
-                    self.dep.release_own_any(site);
-                    *track = Track::NONE;
-                }
                 if let Some(saved) = saved {
                     track.resume(&self.dep, saved, site);
                 }
