@@ -21,4 +21,4 @@ mod stack;
 pub(crate) use entry::{pair_key, HeldLock};
 pub use record::Holder;
 pub(crate) use slot::Find;
-pub(crate) use stack::{Left, Plain, ThreadState};
+pub(crate) use stack::{FastTop, Left, Plain, ThreadState};
