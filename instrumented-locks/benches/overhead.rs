@@ -23,7 +23,8 @@
 //! a nested pair A→B (and the same pair released in the order taken, as a tuple of guards
 //! drops), A→B then A→C under one hold of A (B and C take turns in one slot of the held
 //! stack, so every second lock is a chain-cache hit with no memo), an 8-deep nest (eight
-//! classes), eight instances of one class held in
+//! classes), hand-over-hand down the same eight (each taken while the one before is held, which
+//! then goes), eight instances of one class held in
 //! one order (an ordered run of shards; and the same released in the order taken, as a tuple or
 //! a vector of guards drops), rwlock read /
 //! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
@@ -246,6 +247,21 @@ macro_rules! nest_eight_in_order {
     }};
 }
 
+/// Hand-over-hand locking (lock coupling) down the eight locks: each lock is taken while the
+/// one before it is held, and then the one before is released (`g = next`: the old guard
+/// drops after the next lock is taken), so every release but the last is of the entry just
+/// below the top, and the next acquisition follows it (a walk down a linked list or a tree).
+macro_rules! hand_over_hand {
+    ($x:expr) => {{
+        let x = black_box($x);
+        let mut g = x[0].lock();
+        for m in &x[1..] {
+            g = m.lock();
+        }
+        black_box(&g);
+    }};
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -451,6 +467,10 @@ fn main() {
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, Floor: &d_floor, On: &d_on,
          Off: &d_off],
         |x| nest_eight!(x)),
+        row!("hand over hand down 8 locks", 8, OPS / 4,
+        [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, Floor: &d_floor, On: &d_on,
+         Off: &d_off],
+        |x| hand_over_hand!(x)),
         row!("8 shards of one class", 8, OPS / 4,
         [Peer: &d_pl, Dd: &d_dd, Tm: &d_tm, Dx: &d_dx, Raw: &d_raw, On: &s_on, Off: &s_off],
         |x| nest_eight!(x)),

@@ -297,6 +297,18 @@ fn push_marked(
     true
 }
 
+/// Closes the holes on this thread's stack, if it has any (see
+/// `ThreadState::close_holes_for_push`); true if it had.
+#[inline(always)]
+fn close_holes_fast() -> bool {
+    // SAFETY: used only here; closing holes moves slots in the record's write section and
+    // makes no call that can reach the thread's state.
+    match unsafe { thread::state_fast() } {
+        Some(st) => st.close_holes_for_push(),
+        None => false,
+    }
+}
+
 /// An acquisition of `map` as the fast path's pushes take it (no nest_lock).
 #[inline(always)]
 fn plain(
@@ -356,6 +368,12 @@ fn acquire_general(
             && resolve::adopt_known(map, subclass)
             && acquire_fast(map, subclass, mode, trylock, site)
         {
+            return;
+        }
+        // Holes left by releases below the top (a run of shards released first-taken-first
+        // and taken again): closed without the state's borrow, and then the fast path, where
+        // the holes had sent every acquisition to `acquire_with`.
+        if close_holes_fast() && acquire_fast(map, subclass, mode, trylock, site) {
             return;
         }
         if !trylock && acquire_marked(map, subclass, mode, site) {

@@ -152,6 +152,22 @@ impl ThreadState {
         }
     }
 
+    /// The acquisition's general path's first step when holes are left (an ordered run
+    /// released first-taken-first, then taken again; a hand-over-hand step): closes them as
+    /// [`close_holes`](Self::close_holes) does and recomputes the room, so that the fast
+    /// path may push. With no borrow of the state: the caller holds none (see
+    /// `thread::state_fast`), and mail, if any, waits for the next `settle` (closing holes
+    /// first is what `settle` does too). Returns whether there were holes.
+    #[inline]
+    pub fn close_holes_for_push(&mut self) -> bool {
+        if self.holes == 0 {
+            return false;
+        }
+        self.close_holes_now();
+        self.refresh_room();
+        true
+    }
+
     #[cold]
     fn close_holes_now(&mut self) {
         let len = self.len();
