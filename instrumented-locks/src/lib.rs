@@ -229,12 +229,13 @@
 //!   stays, and the re-lock is not validated, as it cannot block). A re-entrant `bump` is a
 //!   fair `unlocked` with nothing to run (lock_api's own does not tell whether it released).
 //!   The entry goes with the thread's last level whichever guard releases it, also while
-//!   validation is switched off. A known fault: a *mapped* re-entrant guard
-//!   (`ReentrantMutexGuard::map`) releases what its guard tracked whatever the levels left,
-//!   so mapping the outermost guard while a nested one lives drops the entry early (the locks
-//!   taken meanwhile are not ordered after the mutex), and mapping a nested guard that then
-//!   releases the last level leaves the entry (a false recursion at the next lock). lock_api's
-//!   mapped guard does not tell whether the thread still owns the mutex.
+//!   validation is switched off, a *mapped* re-entrant guard (`ReentrantMutexGuard::map`)
+//!   included: it holds its guard's level and releases it by the same rule (its drop,
+//!   `unlock_fair`, a panic in the closure of `map` or `try_map`), so the outermost guard
+//!   mapped and dropped while a nested one lives leaves the entry to the nested one, and a
+//!   mapped nested guard that releases the last level takes the entry with it. The mapped
+//!   guard is this crate's own (lock_api's does not tell whether the thread still owns the
+//!   mutex): it asks the raw re-entrant mutex, as the unmapped guards do.
 //! - If the closure of an `unlocked` unwinds, the guard owns the lock again and the stack
 //!   says so: the re-lock is validated and recorded on the unwind too.
 //! - An upgrade is validated as an acquisition that waits for the lock's readers; a cycle

@@ -9,7 +9,8 @@ mod common;
 
 use common::{assert_reports, held_entries, one_cycle, start, take};
 use instrumented_locks::{
-    set_enabled, Mutex, MutexGuard, ReentrantMutex, ReentrantMutexGuard, RwLock, RwLockWriteGuard,
+    set_enabled, MappedReentrantMutexGuard, Mutex, MutexGuard, ReentrantMutex, ReentrantMutexGuard,
+    RwLock, RwLockWriteGuard,
 };
 use lockdep::{held_count, Mode};
 
@@ -243,7 +244,7 @@ fn nested_unlocked_calls_leave_one_guard_tracking_the_entry() {
         });
         assert_eq!(held_count(), 1);
         if outer_first {
-            // Mapped: a mapped guard releases what its guard tracked, whatever the levels.
+            // Mapped: its level is above the last one (g2's), so the entry stays.
             drop(ReentrantMutexGuard::map(g1, |v| v));
             assert!(holds(&rm));
             drop(g2);
@@ -305,5 +306,214 @@ fn an_entry_made_while_on_goes_with_its_lock_while_switched_off() {
     drop(g3);
     drop(g1);
     assert_eq!(held_count(), 0);
+    assert_reports!();
+}
+
+// Mapped re-entrant guards: the level a mapped guard holds follows the same rule as an
+// unmapped guard's, whichever guard (mapped or not) holds the last level.
+
+/// The outermost guard, mapped and dropped while a nested guard lives, releases a level above
+/// the last one: the entry stays, so the locks taken meanwhile depend on the mutex, and the
+/// inverted order is reported.
+#[test]
+fn a_mapped_outermost_guard_dropped_above_the_last_level_keeps_the_entry() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    let x = Mutex::named(0, "X");
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    drop(ReentrantMutexGuard::map(g1, |v| v));
+    assert!(rm.is_owned_by_current_thread());
+    assert!(holds(&rm));
+    drop(x.lock()); // RM -> X: RM is really held
+    drop(g2);
+    assert_eq!(held_count(), 0);
+    assert!(!rm.is_owned_by_current_thread());
+    assert_reports!();
+    {
+        let _x = x.lock();
+        let _g = rm.lock();
+    }
+    assert_eq!(one_cycle(&take()), ["X", "RM", "X"]);
+}
+
+/// A mapped nested guard that outlives the outermost one holds the last level: its drop
+/// releases the entry (no stale entry, no false recursion at the next lock), and its
+/// `unlock_fair` likewise.
+#[test]
+fn a_mapped_nested_guard_releasing_the_last_level_releases_the_entry() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    let m2 = ReentrantMutexGuard::map(g2, |v| v);
+    drop(g1);
+    assert!(holds(&rm));
+    assert_eq!(*m2, 0);
+    drop(m2);
+    assert!(!rm.is_owned_by_current_thread());
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+    assert_reports!();
+    // The fair unlock, of the last level and above it.
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    let m1 = ReentrantMutexGuard::map(g1, |v| v);
+    MappedReentrantMutexGuard::unlock_fair(ReentrantMutexGuard::map(g2, |v| v));
+    assert!(holds(&rm));
+    MappedReentrantMutexGuard::unlock_fair(m1);
+    assert!(!rm.is_owned_by_current_thread());
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+    assert_reports!();
+}
+
+/// A panic in the closure of `map` releases the guard's level as its drop would: above the
+/// last level the entry stays; at the last level it goes.
+#[test]
+fn a_panic_in_the_map_closure_releases_only_its_level() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(ReentrantMutexGuard::map(g1, |_| -> &i32 {
+            panic!("in map")
+        }));
+    }));
+    assert!(r.is_err());
+    assert!(rm.is_owned_by_current_thread());
+    assert!(holds(&rm));
+    // The nested guard holds the last level now; a panic in its mapped guard's `try_map`.
+    let m2 = ReentrantMutexGuard::map(g2, |v| v);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(MappedReentrantMutexGuard::try_map(
+            m2,
+            |_| -> Option<&i32> { panic!("in try_map") },
+        ));
+    }));
+    assert!(r.is_err());
+    assert!(!rm.is_owned_by_current_thread());
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+    assert_reports!();
+}
+
+/// A `try_map` that declines gives the guard back with its level and what it tracked; the
+/// guard mapped then releases its level by the same rule, whichever guard holds the last one.
+#[test]
+fn a_declined_try_map_gives_the_level_back() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    let g1 = ReentrantMutexGuard::try_map(g1, |_| None::<&i32>).expect_err("declined");
+    let (g2, e) =
+        ReentrantMutexGuard::try_map_or_err(g2, |_| Err::<&i32, _>("no")).expect_err("declined");
+    assert_eq!(e, "no");
+    assert!(holds(&rm));
+    let m1 = ReentrantMutexGuard::try_map(g1, |v| Some(v)).expect("mapped");
+    let m1 = MappedReentrantMutexGuard::try_map(m1, |_| None::<&i32>).expect_err("declined");
+    drop(m1); // above the last level: the entry stays
+    assert!(holds(&rm));
+    let m2 = ReentrantMutexGuard::try_map_or_err(g2, |v| Ok::<_, ()>(v)).expect("mapped");
+    let (m2, ()) = MappedReentrantMutexGuard::try_map_or_err(m2, |_| Err::<&i32, _>(()))
+        .expect_err("declined");
+    drop(m2); // the last level
+    assert!(!rm.is_owned_by_current_thread());
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+    assert_reports!();
+}
+
+/// A mapped guard mapped again (to a part of the part) keeps the one level: dropped above the
+/// last level it keeps the entry, at the last level it releases it; two mapped guards of one
+/// thread in either drop order release the entry exactly once.
+#[test]
+fn a_map_of_a_mapped_guard_releases_by_the_same_rule() {
+    let _h = start();
+    let rm = ReentrantMutex::named((1, 2), "RM");
+    for outer_first in [true, false] {
+        let g1 = rm.lock();
+        let g2 = rm.lock();
+        let m1 = ReentrantMutexGuard::map(g1, |v| v);
+        let m1 = MappedReentrantMutexGuard::map(m1, |v| &v.0);
+        let m2 = MappedReentrantMutexGuard::map(ReentrantMutexGuard::map(g2, |v| v), |v| &v.1);
+        assert_eq!((*m1, *m2), (1, 2));
+        if outer_first {
+            drop(m1);
+            assert!(holds(&rm));
+            drop(m2);
+        } else {
+            drop(m2);
+            assert!(holds(&rm));
+            drop(m1);
+        }
+        assert!(!rm.is_owned_by_current_thread());
+        assert_eq!(held_count(), 0);
+    }
+    drop(rm.lock());
+    assert_reports!();
+}
+
+/// The rule holds for a mutex of unsized data too (a mapped guard reaches the owner without
+/// the data's type).
+#[test]
+fn a_mapped_guard_of_unsized_data_releases_by_the_same_rule() {
+    let _h = start();
+    let rm: std::sync::Arc<ReentrantMutex<[u8]>> =
+        std::sync::Arc::new(ReentrantMutex::named([1, 2, 3], "RM"));
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    let m1 = ReentrantMutexGuard::map(g1, |v| &v[1]);
+    assert_eq!(*m1, 2);
+    drop(m1);
+    assert!(lockdep::is_held(rm.lock_map().expect("validate is on")));
+    let m2 = ReentrantMutexGuard::map(g2, |v| &v[1..]);
+    assert_eq!(*m2, [2, 3]);
+    drop(m2);
+    assert!(!rm.is_owned_by_current_thread());
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+    assert_reports!();
+}
+
+/// Validation switched off around a mapped guard's release: an entry made while it was on
+/// goes with the last level (mapped or not) all the same, and stays above it; a mutex first
+/// taken while switched off has no entry, and its mapped guards release nothing.
+#[test]
+fn a_mapped_guard_follows_the_levels_while_switched_off() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    // The last level released by a mapped nested guard while switched off.
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    let m2 = ReentrantMutexGuard::map(g2, |v| v);
+    drop(g1);
+    set_enabled(false);
+    drop(m2);
+    set_enabled(true);
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+    assert_reports!();
+    // The mapped outermost guard dropped above the last level while switched off.
+    let g1 = rm.lock();
+    let g2 = rm.lock();
+    set_enabled(false);
+    drop(ReentrantMutexGuard::map(g1, |v| v));
+    set_enabled(true);
+    assert!(holds(&rm));
+    drop(g2);
+    assert_eq!(held_count(), 0);
+    // Taken while switched off, mapped and released while on: no entry, no report.
+    set_enabled(false);
+    let g1 = rm.lock();
+    set_enabled(true);
+    let g2 = rm.lock();
+    drop(ReentrantMutexGuard::map(g1, |v| v));
+    assert_eq!(held_count(), 0);
+    drop(ReentrantMutexGuard::map(g2, |v| v));
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
     assert_reports!();
 }

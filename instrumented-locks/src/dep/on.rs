@@ -699,7 +699,9 @@ pub(crate) fn drop_site() -> Site {
 /// A held acquisition with the map it belongs to: releases it on drop. Mapped guards carry
 /// one (declared before the lock_api guard that unlocks, so lockdep hears of the release
 /// first); guard projections hold one while a user closure runs, so that a panic in it still
-/// releases.
+/// releases. The re-entrant mutex's mapped guard keeps its one in a level that releases it
+/// itself, after the raw unlock and only with the thread's last level (`Level` in
+/// `generic::remutex`).
 pub(crate) struct Held<'a> {
     dep: DepRef<'a>,
     track: Track,

@@ -17,14 +17,17 @@
 //! # Layout
 //!
 //! Each lock is a [`lockdep::LockMap`] next to the lock_api type (`lock_api::Mutex<R, T>`, ...),
-//! which owns the raw lock, the data cell and, for the re-entrant mutex, the owner and count.
+//! which owns the raw lock, the data cell and, for the re-entrant mutex, the owner and count
+//! (that one taken apart, of the same size: lock_api's `ReentrantMutex<R, G, ()>`, the raw
+//! re-entrant mutex, and the data cell next to it, so that a mapped guard reaches the owner).
 //! A plain guard is one word, as lock_api's: the lock's address with the track (held or not,
 //! and the mode) in its three low bits, so that it moves in one register, also into a tuple or
 //! a struct of guards. The acquisition's subclass and nest lock stay in lockdep's held-lock
 //! entry, where a condvar wait or `unlocked` finds them (`lockdep::relock_of`). `Arc` guards
 //! are the `Arc` and the track word; with `send_guard` the track is larger (the holding thread,
-//! the subclass and nest lock) and sits next to the lock's address. Mapped
-//! guards are lock_api's mapped guard plus the map's address and the word. Without the
+//! the subclass and nest lock) and sits next to the lock's address. Mapped guards are
+//! lock_api's mapped guard (for the re-entrant mutex this crate's own, of the same fields: the
+//! raw mutex's address and the data's) plus the map's address and the word. Without the
 //! `validate` feature the map and the word are zero-sized: every type has the size and the
 //! code of its lock_api counterpart.
 

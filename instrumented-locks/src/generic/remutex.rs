@@ -5,15 +5,27 @@
 //! held stack (the guard of such a nested lock tracks nothing). The entry lives as long as
 //! the thread holds a level: if the outermost guard is dropped before a nested one, the
 //! entry stays (at its place on the stack) until the nested guard, the last level, goes.
-//! The same rule holds for a guard's `unlocked` and `bump`: only the last level's release and
-//! re-lock reach lockdep (see the `Relocks` impl).
+//! The same rule holds for a guard's `unlocked` and `bump` (only the last level's release and
+//! re-lock reach lockdep: see the `Relocks` impl) and for a mapped guard
+//! ([`MappedReentrantMutexGuard`]): it holds the level of the guard it was mapped from and
+//! releases it as that guard's drop would (its drop, `unlock_fair`, or a panic in the closure
+//! of `map` or `try_map`: see [`Level`]). The entry goes with the thread's last level, whether
+//! a mapped guard or another one holds it, and stays while a level is left, whatever the
+//! mapped guard's own guard tracked.
 //!
-//! The raw side is lock_api's: its re-entrant raw mutex (owner and count over `R`) has no
-//! public constructor from parts, so the lock wraps the whole `lock_api::ReentrantMutex` and
-//! takes and releases levels through its methods (`lock` then `mem::forget` of lock_api's
-//! guard, `force_unlock`), which compile to the raw calls.
+//! The raw side is lock_api's. Its raw re-entrant mutex (owner and count over `R`) has no
+//! public constructor from parts, but lock_api's `ReentrantMutex<R, G, ()>` is one that
+//! `from_raw` builds from the parts ([`Raw`]): the lock wraps that, next to the data in a cell
+//! of its own ([`Inner`]: lock_api's `ReentrantMutex<R, G, T>` taken apart, of the same size),
+//! and takes and releases levels through its methods (`lock` then `mem::forget` of lock_api's
+//! guard, `force_unlock`), which compile to the raw calls. The mapped guard is this module's
+//! own, not lock_api's, whose mapped guard cannot tell whether the thread still owns the
+//! mutex: it keeps a reference to the `Raw`, which does not name `T`, and asks it after its
+//! release, as the unmapped guards ask the lock.
 
-use std::mem::forget;
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::mem::{forget, ManuallyDrop};
 #[cfg(feature = "arc_lock")]
 use std::sync::Arc;
 
@@ -21,13 +33,128 @@ use lock_api::{GetThreadId, GuardNoSend, RawMutex, RawMutexFair, RawMutexTimed};
 use lockdep::{LockMap, Mode};
 
 use super::{
-    acquisitions, block, guard_core, here, lock_surface, mapped_guard, projections, timed, tried,
+    acquisitions, block, guard_core, guard_impls, guard_stable, here, lock_surface, timed, tried,
     Defer, Relocks, Tracked,
 };
-use crate::dep::{Dep, DepRef, Held, Site, Track};
+use crate::dep::{drop_site, Dep, DepRef, Held, Site, Track};
 
-/// The lock_api re-entrant mutex this type wraps.
-type Inner<R, G, T> = lock_api::ReentrantMutex<R, G, T>;
+/// The raw re-entrant mutex: lock_api's re-entrant mutex of no data, which is its raw
+/// re-entrant mutex (the owner and the level count over `R`) behind lock_api's methods.
+type Raw<R, G> = lock_api::ReentrantMutex<R, G, ()>;
+
+/// What the lock wraps: `lock_api::ReentrantMutex<R, G, T>` taken apart into its raw
+/// re-entrant mutex and the data's cell, so that a mapped guard can reach the first without
+/// `T`. Its methods are the ones of lock_api's type that the shared surface
+/// ([`lock_surface`]) calls; the size is lock_api's type's (a `Raw` is a raw re-entrant mutex,
+/// its `()` takes no room).
+struct Inner<R, G, T: ?Sized> {
+    raw: Raw<R, G>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: lock_api's `Sync` impl of its `ReentrantMutex<R, G, T>`, with its bounds: the data
+// is reached by shared reference only, under a level, which one thread owns at a time (so
+// `T: Send`, not `Sync`); `&mut T` only through `&mut self`. `Send` is the fields' own.
+unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Send> Sync for Inner<R, G, T> {}
+
+impl<R: RawMutex, G: GetThreadId, T> Inner<R, G, T> {
+    /// lock_api's `ReentrantMutex::new`.
+    #[inline]
+    const fn new(val: T) -> Self {
+        Inner::from_raw(R::INIT, G::INIT, val)
+    }
+
+    /// lock_api's `ReentrantMutex::from_raw`.
+    #[inline]
+    const fn from_raw(raw_mutex: R, get_thread_id: G, val: T) -> Self {
+        Inner {
+            raw: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, ()),
+            data: UnsafeCell::new(val),
+        }
+    }
+
+    #[inline]
+    fn into_inner(self) -> T {
+        self.data.into_inner()
+    }
+}
+
+impl<R: RawMutex, G: GetThreadId, T: ?Sized> Inner<R, G, T> {
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.raw.is_locked()
+    }
+
+    #[inline]
+    fn get_mut(&mut self) -> &mut T {
+        self.data.get_mut()
+    }
+
+    /// lock_api's `raw`.
+    ///
+    /// # Safety
+    ///
+    /// As lock_api's: unlocking the raw mutex while a guard exists is undefined behaviour.
+    #[inline]
+    unsafe fn raw(&self) -> &R {
+        // SAFETY: the caller takes over lock_api's contract.
+        unsafe { self.raw.raw() }
+    }
+
+    #[inline]
+    fn data_ptr(&self) -> *mut T {
+        self.data.get()
+    }
+}
+
+impl<R: RawMutex, G: GetThreadId, T: ?Sized + std::fmt::Debug> std::fmt::Debug for Inner<R, G, T> {
+    /// lock_api's format: `ReentrantMutex { data: .. }` if a raw try-lock succeeds (a level,
+    /// released at once), `<locked>` for the data otherwise.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("ReentrantMutex");
+        match self.raw.try_lock() {
+            // SAFETY: the level `_level` holds gives shared access to the data while it lives,
+            // to the end of this arm.
+            Some(_level) => out.field("data", &unsafe { &*self.data.get() }).finish(),
+            None => out.field("data", &format_args!("<locked>")).finish(),
+        }
+    }
+}
+
+/// Releases one level of `raw` with `unlock` (the guards' drop, `force_unlock`, a mapped
+/// guard's [`Level`]); the thread's entry of the mutex (`dep`'s) goes with its last level
+/// (after the raw unlock), whichever guard that is: the one whose `track` is held, a nested
+/// guard that outlived it, a mapped guard, or a level whose outermost guard was forgotten.
+/// Above the last level nothing reaches lockdep, and `track` is left as it was.
+///
+/// # Safety
+///
+/// The calling thread must hold a level of `raw` that no live guard owns (any more), and
+/// `unlock` must release one level.
+#[inline]
+unsafe fn release_level<R: RawMutex, G: GetThreadId>(
+    dep: &Dep,
+    raw: &Raw<R, G>,
+    track: &mut Track,
+    site: Site,
+    unlock: impl FnOnce(&Raw<R, G>),
+) {
+    // Whether this was the thread's last level is known only after the unlock, so
+    // lockdep hears of the release just after the raw unlock.
+    unlock(raw);
+    if raw.is_owned_by_current_thread() {
+        // A level is left (another guard, mapped or not, or a forgotten one): the entry stays.
+        return;
+    }
+    if track.is_held() {
+        track.release_exclusive(dep, site);
+    } else {
+        // The last level of a guard that does not track the entry (a nested guard that
+        // outlived the outermost one, or a forgotten outermost guard's: `force_unlock`):
+        // this thread's entry, if any.
+        dep.release_own(site);
+    }
+}
 
 /// Whether a lock_api guard came back (a level was taken); the level is kept, the guard
 /// forgotten.
@@ -48,7 +175,7 @@ pub struct ReentrantMutex<R: RawMutex, G: GetThreadId, T: ?Sized> {
     inner: Inner<R, G, T>,
 }
 
-lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock);
+lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock, inner Inner);
 
 impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     /// A new unlocked mutex over `raw_mutex` and `get_thread_id`
@@ -58,7 +185,7 @@ impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     pub const fn from_raw(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
         ReentrantMutex {
             dep: Dep::of_type::<T>("ReentrantMutex"),
-            inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
+            inner: Inner::from_raw(raw_mutex, get_thread_id, val),
         }
     }
 
@@ -76,9 +203,10 @@ impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
         // once (the `Drop` of the lock, which only checks, is skipped).
         let (_dep, inner) = unsafe { (std::ptr::read(&me.dep), std::ptr::read(&me.inner)) };
         let inner = std::mem::ManuallyDrop::new(inner);
-        // SAFETY: lock_api's re-entrant mutex has no `Drop` of its own; `inner` is never
-        // dropped, so reading the raw mutex and the data out of it moves each once (its owner
-        // word, count and thread-id source are forgotten). We own `inner`: no guard exists.
+        // SAFETY: neither `Inner` nor lock_api's re-entrant mutex has a `Drop` of its own;
+        // `inner` is never dropped, so reading the raw mutex and the data out of it moves each
+        // once (the owner word, count and thread-id source are forgotten). We own `inner`: no
+        // guard exists.
         let (raw, data) = unsafe {
             (
                 std::ptr::read(inner.raw()),
@@ -94,7 +222,7 @@ impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     pub const fn const_new(raw_mutex: R, get_thread_id: G, val: T) -> ReentrantMutex<R, G, T> {
         ReentrantMutex {
             dep: Dep::of_type::<T>("ReentrantMutex"),
-            inner: lock_api::ReentrantMutex::from_raw(raw_mutex, get_thread_id, val),
+            inner: Inner::from_raw(raw_mutex, get_thread_id, val),
         }
     }
 }
@@ -108,22 +236,17 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
         mode: Mode,
         subclass: u8,
         nest: Option<&LockMap>,
-        try_lock: impl FnOnce(&Inner<R, G, T>) -> bool,
-        lock: impl FnOnce(&Inner<R, G, T>),
+        try_lock: impl FnOnce(&Raw<R, G>) -> bool,
+        lock: impl FnOnce(&Raw<R, G>),
     ) -> Track {
         let site = here();
-        let track = if self.inner.is_owned_by_current_thread() {
+        let raw = &self.inner.raw;
+        let track = if raw.is_owned_by_current_thread() {
             Track::NONE
         } else {
             self.dep.acquire(mode, subclass, nest, site)
         };
-        block(
-            &self.dep,
-            track,
-            site,
-            || try_lock(&self.inner),
-            || lock(&self.inner),
-        );
+        block(&self.dep, track, site, || try_lock(raw), || lock(raw));
         track
     }
 
@@ -132,11 +255,11 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     fn tried_guard<Guard: Tracked>(
         &self,
         mode: Mode,
-        try_lock: impl FnOnce(&Inner<R, G, T>) -> bool,
+        try_lock: impl FnOnce(&Raw<R, G>) -> bool,
         make: impl FnOnce(Track) -> Guard,
     ) -> Option<Guard> {
-        let nested = self.inner.is_owned_by_current_thread();
-        let locked = try_lock(&self.inner);
+        let nested = self.inner.raw.is_owned_by_current_thread();
+        let locked = try_lock(&self.inner.raw);
         if nested {
             locked.then(|| make(Track::NONE))
         } else {
@@ -146,48 +269,24 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
 
     #[inline]
     #[track_caller]
-    fn timed_track(
-        &self,
-        mode: Mode,
-        try_lock: impl FnOnce(&Inner<R, G, T>) -> bool,
-    ) -> Option<Track> {
-        if self.inner.is_owned_by_current_thread() {
-            try_lock(&self.inner).then_some(Track::NONE)
+    fn timed_track(&self, mode: Mode, try_lock: impl FnOnce(&Raw<R, G>) -> bool) -> Option<Track> {
+        let raw = &self.inner.raw;
+        if raw.is_owned_by_current_thread() {
+            try_lock(raw).then_some(Track::NONE)
         } else {
-            timed(&self.dep, mode, here(), || try_lock(&self.inner))
+            timed(&self.dep, mode, here(), || try_lock(raw))
         }
     }
 
-    /// Releases one level with `unlock` (the guards' drop, `force_unlock`); the thread's entry
-    /// of the mutex goes with its last level (after the raw unlock), whichever guard that
-    /// is: the outermost one (`track` held), a nested guard that outlived it, or a level
-    /// whose outermost guard was forgotten.
+    /// [`release_level`] of this mutex (the guards' drop, `force_unlock`).
     ///
     /// # Safety
     ///
-    /// The calling thread must hold a level that no live guard owns (any more), and `unlock`
-    /// must release one level.
+    /// As for [`release_level`].
     #[inline]
-    unsafe fn release_level(
-        &self,
-        track: &mut Track,
-        site: Site,
-        unlock: impl FnOnce(&Inner<R, G, T>),
-    ) {
-        // Whether this was the thread's last level is known only after the unlock, so
-        // lockdep hears of the release just after the raw unlock.
-        unlock(&self.inner);
-        if self.inner.is_owned_by_current_thread() {
-            // A level is left (a nested guard outliving the outermost one): the entry stays.
-            return;
-        }
-        if track.is_held() {
-            track.release_exclusive(&self.dep, site);
-        } else {
-            // The last level of a nested guard that outlived the outermost one, or of a
-            // forgotten outermost guard (`force_unlock`): this thread's entry, if any.
-            self.dep.release_own(site);
-        }
+    unsafe fn release_level(&self, track: &mut Track, site: Site, unlock: impl FnOnce(&Raw<R, G>)) {
+        // SAFETY: the caller's contract is `release_level`'s.
+        unsafe { release_level(&self.dep, &self.inner.raw, track, site, unlock) }
     }
 
     acquisitions! {
@@ -247,7 +346,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     /// Whether the calling thread holds the mutex (lock_api's own owner record).
     #[inline]
     pub fn is_owned_by_current_thread(&self) -> bool {
-        self.inner.is_owned_by_current_thread()
+        self.inner.raw.is_owned_by_current_thread()
     }
 
     /// Releases one level without a guard (after `mem::forget` of one); if it was the
@@ -272,7 +371,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     /// For a force-unlock at `site`: true if the calling thread owns a level; else reports
     /// the bad unlock balance (the validator's, when validation is on) and returns false.
     fn owns_a_level(&self, site: Site) -> bool {
-        self.inner.is_owned_by_current_thread() || self.dep.force_release(false, site, false)
+        self.inner.raw.is_owned_by_current_thread() || self.dep.force_release(false, site, false)
     }
 }
 
@@ -331,7 +430,7 @@ guard_core! {
     release_fair: |lock, track, site| unsafe {
         lock.release_level(&mut track, site, |m| m.force_unlock_fair())
     };
-    relock: |lock| forget(lock.inner.lock());
+    relock: |lock| forget(lock.inner.raw.lock());
     // Not called: a re-entrant guard's bump is a fair `unlocked` (see `Relocks` below).
     bump: |_lock| {};
 }
@@ -371,7 +470,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> Relocks for ReentrantMutex<R, G, T>
         // with this guard's track).
         unlock(self, track);
         let _relock = Defer::new(move || {
-            let outermost = !self.inner.is_owned_by_current_thread();
+            let outermost = !self.inner.raw.is_owned_by_current_thread();
             let _lock = Defer::new(move || lock(self));
             // Whatever this guard tracked before `f`: the other levels' guards may have
             // released the entry in `f` (the last level went there) and made another (an
@@ -410,44 +509,209 @@ unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Sync> Sync
 
 super::guard_stable!(impl['a, R: RawMutex, G: GetThreadId, T: ?Sized] ReentrantMutexGuard<'a, R, G, T>;);
 
-impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutexGuard<'a, R, G, T> {
-    /// Splits the guard for a projection into the mutex, lockdep's release and lock_api's.
+/// A level of the mutex that a mapped guard holds (and a guard being projected, while the
+/// closure of `map` or `try_map` runs), with what its guard tracked. Its drop releases the
+/// level as an unmapped guard's drop does ([`release_level`]): the raw re-entrant mutex tells
+/// whether it was the thread's last, so the entry goes with the last level, whichever guard
+/// holds it, and stays above it, whatever this one tracked; on an unwind from the closure
+/// too.
+///
+/// Its size is lock_api's mapped guard's reference to the raw mutex plus a [`Held`] (the lock
+/// map's address and the track: nothing without `validate`).
+struct Level<'a, R: RawMutex, G: GetThreadId> {
+    held: Held<'a>,
+    raw: &'a Raw<R, G>,
+}
+
+impl<'a, R: RawMutex, G: GetThreadId> Level<'a, R, G> {
+    /// The level of a guard of `lock` that is gone, which tracked `track`.
     #[inline]
-    #[allow(clippy::type_complexity)]
-    fn split(
-        s: Self,
-    ) -> (
-        &'a ReentrantMutex<R, G, T>,
-        Held<'a>,
-        lock_api::ReentrantMutexGuard<'a, R, G, T>,
-    ) {
+    fn of<T: ?Sized>(lock: &'a ReentrantMutex<R, G, T>, track: Track) -> Self {
+        Level {
+            held: Held::new(DepRef::from(&lock.dep), track),
+            raw: &lock.inner.raw,
+        }
+    }
+
+    /// What the level tracked; the caller's guard holds the level from now on.
+    #[inline]
+    fn into_track(self) -> Track {
+        // Never dropped: its level is the caller's now (a `Held` and a reference: nothing
+        // else to release).
+        let mut me = ManuallyDrop::new(self);
+        std::mem::replace(me.held.track(), Track::NONE)
+    }
+
+    /// Releases the level with `unlock`, by [`release_level`]'s rule, reporting `site`.
+    ///
+    /// # Safety
+    ///
+    /// `unlock` must release one level, and the level must not be released again: called
+    /// once, from the drop or with `self` never dropped.
+    #[inline]
+    unsafe fn release_once(&mut self, site: Site, unlock: impl FnOnce(&Raw<R, G>)) {
+        // The track goes to `release_level`; what `held` is left with releases nothing.
+        let mut track = std::mem::replace(self.held.track(), Track::NONE);
+        // SAFETY: the thread holds this level, which no guard owns (its guard is gone, see
+        // `of`), and releases it once (the caller's contract, with `unlock`'s).
+        unsafe { release_level(self.held.dep(), self.raw, &mut track, site, unlock) }
+    }
+
+    /// Releases the level with `unlock` (a fair unlock), reporting `site`.
+    ///
+    /// # Safety
+    ///
+    /// `unlock` must release one level.
+    #[inline]
+    unsafe fn release(self, site: Site, unlock: impl FnOnce(&Raw<R, G>)) {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never dropped, so this is the one release; `unlock` is the caller's.
+        unsafe { me.release_once(site, unlock) }
+    }
+}
+
+impl<R: RawMutex, G: GetThreadId> Drop for Level<'_, R, G> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: lock_api's `force_unlock` releases one level; this is the drop, so the
+        // level is released once.
+        unsafe { self.release_once(drop_site(), |raw| raw.force_unlock()) }
+    }
+}
+
+/// `map`, `try_map` and `try_map_or_err` of a re-entrant guard `Self<'a, R, G, T>` onto a
+/// [`MappedReentrantMutexGuard`], as lock_api's. `Self` provides `split` (what to come back
+/// to, the [`Level`] the guard held, the data) and `join` (its inverse). The projected guard
+/// holds the level and what the guard tracked; if `f` panics, the level goes as the guard's
+/// drop would release it (its entry only with the thread's last level).
+macro_rules! projections {
+    () => {
+        /// Projects the guard onto a part of the data; the level stays held (and the entry
+        /// tracked, if the guard tracked it).
+        #[inline]
+        pub fn map<U: ?Sized, F>(s: Self, f: F) -> MappedReentrantMutexGuard<'a, R, G, U>
+        where
+            F: FnOnce(&T) -> &U,
+        {
+            let (_, level, data) = Self::split(s);
+            // SAFETY: `level` holds a level, which gives shared access to the data; the
+            // reference lives no longer than `level` or the mapped guard that takes it over.
+            let data = f(unsafe { &*data });
+            MappedReentrantMutexGuard::new(level, data)
+        }
+
+        /// Like `map`, but `f` may decline (`None`); then the guard comes back.
+        #[inline]
+        pub fn try_map<U: ?Sized, F>(
+            s: Self,
+            f: F,
+        ) -> Result<MappedReentrantMutexGuard<'a, R, G, U>, Self>
+        where
+            F: FnOnce(&T) -> Option<&U>,
+        {
+            let (back, level, data) = Self::split(s);
+            // SAFETY: as in `map`.
+            match f(unsafe { &*data }) {
+                Some(mapped) => Ok(MappedReentrantMutexGuard::new(level, mapped)),
+                None => Err(Self::join(back, level, data)),
+            }
+        }
+
+        /// Like `try_map`, with `f`'s error given back next to the guard.
+        #[inline]
+        pub fn try_map_or_err<U: ?Sized, F, E>(
+            s: Self,
+            f: F,
+        ) -> Result<MappedReentrantMutexGuard<'a, R, G, U>, (Self, E)>
+        where
+            F: FnOnce(&T) -> Result<&U, E>,
+        {
+            let (back, level, data) = Self::split(s);
+            // SAFETY: as in `map`.
+            match f(unsafe { &*data }) {
+                Ok(mapped) => Ok(MappedReentrantMutexGuard::new(level, mapped)),
+                Err(e) => Err((Self::join(back, level, data), e)),
+            }
+        }
+    };
+}
+
+impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutexGuard<'a, R, G, T> {
+    /// Splits the guard for a projection into the mutex, the level it held and the data.
+    #[inline]
+    fn split(s: Self) -> (&'a ReentrantMutex<R, G, T>, Level<'a, R, G>, *const T) {
         let (lock, track) = ReentrantMutexGuard::take(s);
-        let held = Held::new(DepRef::from(&lock.dep), track);
-        // SAFETY: the guard owned a level; the lock_api guard owns it now.
-        (lock, held, unsafe { lock.inner.make_guard_unchecked() })
+        (lock, Level::of(lock, track), lock.data_ptr())
     }
 
     /// The inverse of [`split`](Self::split).
     #[inline]
-    fn join(
-        lock: &'a ReentrantMutex<R, G, T>,
-        held: Held<'a>,
-        raw: lock_api::ReentrantMutexGuard<'a, R, G, T>,
-    ) -> Self {
-        forget(raw);
-        ReentrantMutexGuard::new(lock, held.into_track())
+    fn join(lock: &'a ReentrantMutex<R, G, T>, level: Level<'a, R, G>, _: *const T) -> Self {
+        ReentrantMutexGuard::new(lock, level.into_track())
     }
 
-    projections!(MappedReentrantMutexGuard<R, G>, ReentrantMutexGuard, [], try_map_or_err);
+    projections!();
 }
 
-mapped_guard! {
-    /// A [`ReentrantMutexGuard`] projected by [`ReentrantMutexGuard::map`]; never `Send`.
-    #[must_use = "if unused the ReentrantMutex will immediately unlock"]
-    MappedReentrantMutexGuard<R: RawMutex, G: GetThreadId>, MappedReentrantMutexGuard,
-    fair<R: RawMutexFair, G: GetThreadId>, []
+/// A [`ReentrantMutexGuard`] projected by [`ReentrantMutexGuard::map`]; never `Send`. It holds
+/// its guard's level (and the entry, if its guard tracked it): its drop and `unlock_fair`
+/// release that level as an unmapped guard's drop does, and the held-lock entry goes only with
+/// the thread's last level, whichever guard holds that one. The size of lock_api's mapped
+/// guard plus the lock map's address and the track.
+#[must_use = "if unused the ReentrantMutex will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct MappedReentrantMutexGuard<'a, R: RawMutex, G: GetThreadId, T: ?Sized> {
+    level: Level<'a, R, G>,
+    /// The projected data; a pointer (as lock_api's), which keeps the guard `!Send`.
+    data: *const T,
+    marker: PhantomData<&'a T>,
+}
+
+// SAFETY: sharing `&Guard` shares only `&T`, `&R` and `&G` (lock_api's mapped guard has the
+// same impl), and the lock map (`Sync`).
+unsafe impl<'a, R: RawMutex + Sync + 'a, G: GetThreadId + Sync + 'a, T: ?Sized + Sync + 'a> Sync
+    for MappedReentrantMutexGuard<'a, R, G, T>
+{
 }
 
 impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MappedReentrantMutexGuard<'a, R, G, T> {
-    projections!(MappedReentrantMutexGuard<R, G>, MappedReentrantMutexGuard, [], try_map_or_err);
+    #[inline]
+    fn new(level: Level<'a, R, G>, data: *const T) -> Self {
+        MappedReentrantMutexGuard {
+            level,
+            data,
+            marker: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn split(s: Self) -> ((), Level<'a, R, G>, *const T) {
+        let MappedReentrantMutexGuard { level, data, .. } = s;
+        ((), level, data)
+    }
+
+    #[inline]
+    fn join(_: (), level: Level<'a, R, G>, data: *const T) -> Self {
+        MappedReentrantMutexGuard::new(level, data)
+    }
+
+    projections!();
 }
+
+impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MappedReentrantMutexGuard<'_, R, G, T> {
+    /// Unlocks with a fair hand-off to a waiting thread (if the level is the thread's last).
+    #[inline]
+    #[track_caller]
+    pub fn unlock_fair(s: Self) {
+        let ((), level, _) = Self::split(s);
+        // SAFETY: lock_api's `force_unlock_fair` releases one level.
+        unsafe { level.release(here(), |raw| raw.force_unlock_fair()) }
+    }
+}
+
+guard_impls! {
+    impl['a, R: RawMutex, G: GetThreadId, T: ?Sized] MappedReentrantMutexGuard<'a, R, G, T>;
+    data: |s| s.data;
+    map: |s| s.level.held.map();
+}
+guard_stable!(impl['a, R: RawMutex, G: GetThreadId, T: ?Sized] MappedReentrantMutexGuard<'a, R, G, T>;);

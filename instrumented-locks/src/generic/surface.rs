@@ -3,11 +3,15 @@
 
 /// The surface every lock shares: the constructors that choose a class, `into_inner`,
 /// `get_mut`, `data_ptr`, the validator's assertions, `Default`, `From`, `Debug` and the
-/// serde impls. `$Lock<$P..., T>` wraps `lock_api::$Lock<$P..., T>` in a field `inner`,
+/// serde impls. `$Lock<$P..., T>` wraps `lock_api::$Lock<$P..., T>` (or, given `inner
+/// $Inner`, a type `$Inner<$P..., T>` of the crate with the same methods) in a field `inner`,
 /// next to a [`Dep`](crate::dep::Dep) in a field `dep`; `$kind` names the kind in reports; `$lock` is the
 /// method that takes the lock to serialize it.
 macro_rules! lock_surface {
-    ($Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident) => {
+    (
+        $Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident
+        $(, inner $Inner:ident)?
+    ) => {
         // SAFETY: the lock's first field is its `Dep` (sized), so its alignment is at least
         // the `Dep`'s, a lock map's with `validate`.
         unsafe impl<$($P: $Bound),+, T: ?Sized> $crate::dep::Locked for $Lock<$($P),+, T> {}
@@ -62,7 +66,7 @@ macro_rules! lock_surface {
             const fn from_dep(dep: $crate::dep::Dep, val: T) -> Self {
                 $Lock {
                     dep,
-                    inner: lock_api::$Lock::new(val),
+                    inner: $crate::generic::lock_surface!(@new val, $Lock $(, $Inner)?),
                 }
             }
 
@@ -162,6 +166,12 @@ macro_rules! lock_surface {
                 T::deserialize(deserializer).map(|val| $Lock::new(val))
             }
         }
+    };
+    (@new $val:ident, $Lock:ident) => {
+        lock_api::$Lock::new($val)
+    };
+    (@new $val:ident, $Lock:ident, $Inner:ident) => {
+        $Inner::new($val)
     };
 }
 pub(crate) use lock_surface;
