@@ -195,13 +195,13 @@ fn acquire_fast(map: &LockMap, subclass: u8, mode: Mode, trylock: bool, site: Si
 }
 
 /// The fast path's answer to a marked hit (see `chain::Hit::Nested`) on the chain key `key`
-/// of an acquisition of `map` (cached class `class`, no trylock): [`push_marked`], called from
-/// [`acquire_fast`] with the chain key and the lookup that found the hit, which the general
-/// path's [`acquire_marked`] would otherwise make again (a chain key's multiply chain and a
-/// cache probe: about 2 ns a shard on an Intel Xeon, see BENCHMARKS.md). Out of line, so that
-/// the inlined fast path gains one call, on a branch that used to give up. False (and nothing
-/// changed but the pair cache's run) where `acquire_marked` would be false: the general path
-/// then goes on as before.
+/// of an acquisition of `map` (cached class `class`, no trylock): [`push_marked`], with the
+/// chain key and the lookup [`acquire_fast`] made. Out of line, so that the inlined fast path
+/// gains one call, on a branch that gave up before, and not a nested memo check (which, inlined
+/// there, cost every lock 0.2–0.5 ns: the layout of the whole function). The general path
+/// made the key and the lookup again before (about 1.5 ns a shard on an Intel Xeon, see
+/// BENCHMARKS.md). False (and nothing changed but the pair cache's run) if `push_marked` is:
+/// the general path then validates.
 #[inline(never)]
 fn acquire_nested_hit(
     map: &LockMap,
@@ -212,7 +212,8 @@ fn acquire_nested_hit(
     key: u64,
 ) -> bool {
     // SAFETY: as in `acquire_fast`: used only in this function and `push_marked`, which make
-    // no call that can reach the thread's state.
+    // no call that can reach the thread's state (`run_of` and `pairs_checked` read the stack
+    // and the pair cache through `st`, and load the pair epoch).
     let Some(st) = (unsafe { thread::state_fast() }) else {
         return false;
     };
@@ -222,43 +223,16 @@ fn acquire_nested_hit(
     push_marked(st, top, map, class, subclass, mode, site, key)
 }
 
-/// The fast path's push for a hit on a marked chain (see `chain::Hit::Nested`) in the thread's own
-/// chain cache, when the thread's caches alone show what [`pairs_checked`] accepts: the held locks
-/// hold neither the class nor the instance (another subclass of the lock's key held, the
-/// `lock_nested` pattern), or they hold an ordered run of the class (see
-/// [`pair_cache`](crate::pair_cache)) whose pairs with the lock were checked (every shard of a
-/// sharded map taken in order). First the nested memo an earlier such push left in the slot
-/// (see `Slot::holds_nested_memo`): the same push over the same held instances is accepted
-/// again with no walk of the stack (an ordered run of shards taken again). Here, at the
-/// general path's start, and not in [`acquire_fast`], whose code stays as it was (a nested
-/// memo check there cost every lock 0.2–0.5 ns, the layout of the whole function). False (and
-/// nothing changed but the pair cache's run) otherwise.
-#[inline(always)]
-fn acquire_marked(map: &LockMap, subclass: u8, mode: Mode, site: Site) -> bool {
-    let Some(class) = resolve::cached_class_sealed(map, subclass) else {
-        return false;
-    };
-    // SAFETY: as in `acquire_fast`: used only in this function, which makes no call that can
-    // reach the thread's state (`run_of` and `pairs_checked` read the stack and the pair
-    // cache through `st`, and load the pair epoch).
-    let Some(st) = (unsafe { thread::state_fast() }) else {
-        return false;
-    };
-    let Some(top) = st.fast_top() else {
-        return false;
-    };
-    let len = top.len();
-    let key = HeldLock::chain_key_of(st.key_below(len), class, mode, false, 0);
-    if len == 0 || st.cache.lookup(key) != Hit::Nested {
-        return false;
-    }
-    push_marked(st, top, map, class, subclass, mode, site, key)
-}
-
-/// The push of [`acquire_marked`] once the chain key `key` of the non-empty stack `top` found
-/// is a marked hit in the thread's chain cache: the nested memo, else the instance check of
-/// the thread's caches, then the push. False (and nothing changed but the pair cache's run)
-/// if the caches do not show the pairs checked.
+/// The push for a hit on a marked chain (see `chain::Hit::Nested`), chain key `key`, over the
+/// non-empty stack `top` found, when the thread's caches alone show what [`pairs_checked`]
+/// accepts: the held locks hold neither the class nor the instance (another subclass of the
+/// lock's key held, the `lock_nested` pattern), or they hold an ordered run of the class (see
+/// [`pair_cache`](crate::pair_cache)) whose pairs with the lock were checked (every shard of
+/// a sharded map taken in order). First the nested memo an earlier such push left in the
+/// slot (see `Slot::holds_nested_memo`): the same push over the same held instances is
+/// accepted again with no walk of the stack (an ordered run of shards taken again). False
+/// (and nothing changed but the pair cache's run) if the caches do not show the pairs
+/// checked.
 #[inline(always)]
 // The acquisition's facts by value, as in `acquire_with`.
 #[allow(clippy::too_many_arguments)]
@@ -374,9 +348,6 @@ fn acquire_general(
         // and taken again): closed without the state's borrow, and then the fast path, where
         // the holes had sent every acquisition to `acquire_with`.
         if close_holes_fast() && acquire_fast(map, subclass, mode, trylock, site) {
-            return;
-        }
-        if !trylock && acquire_marked(map, subclass, mode, site) {
             return;
         }
     }
