@@ -27,7 +27,9 @@
 //! then goes), eight instances of one class held in
 //! one order (an ordered run of shards; and the same released in the order taken, as a tuple or
 //! a vector of guards drops), rwlock read /
-//! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, condvar
+//! read_recursive / upgradable_read / write / try_read / try_write, re-entrant lock, a condvar's
+//! `notify_one` with no waiter and `wait_for` with a zero timeout (the wait's release and
+//! relock, no other thread), condvar
 //! ping-pong between two threads (one round trip: two notifies, two waits), and std's Mutex
 //! and RwLock read. Single thread and uncontended except the ping-pong.
 //!
@@ -47,7 +49,7 @@
 
 use std::cell::Cell;
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use instrumented_locks::{raw, set_enabled, std_sync};
 
@@ -498,6 +500,19 @@ fn main() {
         row!("reentrant lock", 1, OPS,
             [Peer: &re.0, Dd: &re.1, Tm: &re.2, Raw: &re.3, On: &re.4, Off: &re.5],
             |x| black_box(*black_box(x).lock())),
+        row!("condvar notify_one, no waiter (under the lock)", 1, OPS,
+        [Peer: &cv.0, Dd: &cv.1, Raw: &cv.3, On: &cv.4, Off: &cv.5],
+        |x| {
+            let g = black_box(&x.0).lock();
+            black_box(&x.1).notify_one();
+            drop(g);
+        }),
+        row!("condvar wait_for(0): times out, relocks", 1, OPS / 4,
+        [Peer: &cv.0, Dd: &cv.1, Raw: &cv.3, On: &cv.4, Off: &cv.5],
+        |x| {
+            let mut g = black_box(&x.0).lock();
+            black_box(black_box(&x.1).wait_for(&mut g, Duration::ZERO));
+        }),
         row!("std Mutex lock+unlock", 1, OPS, [Peer: &sm.0, On: &sm.1, Off: &sm.2],
             |x| *black_box(x).lock().unwrap() += 1),
         row!("std RwLock read", 1, OPS, [Peer: &sl.0, On: &sl.1, Off: &sl.2],

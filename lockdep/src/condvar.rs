@@ -129,6 +129,12 @@ pub fn condvar_sleep(mutex: &LockMap, condvar: &CondvarMap) {
         name: condvar.map.name(),
         site: condvar.site(),
     };
+    // SAFETY: used only here; the record's write section makes no call that can reach the
+    // state.
+    if let Some(r) = unsafe { thread::state_fast() }.and_then(|st| st.plain_record()) {
+        r.condvar_sleep(mutex.instance(), id);
+        return;
+    }
     thread::with_state(|st| {
         if let Some(r) = st.record() {
             r.condvar_sleep(mutex.instance(), id);
@@ -149,6 +155,15 @@ pub fn condvar_sleep(mutex: &LockMap, condvar: &CondvarMap) {
 pub fn condvar_woken(mutex: &LockMap) -> bool {
     if crate::lock_stat::on() {
         crate::lock_stat::hold_restarts(mutex);
+    }
+    // No borrow of the state when no mail waits (mail may take the entry off: then the
+    // borrow's `settle` applies it first).
+    // SAFETY: used only here; `wait_done` and `find` make no call that can reach the state.
+    if let Some(st) = unsafe { thread::state_fast() } {
+        if let Some(r) = st.plain_record() {
+            r.wait_done();
+            return st.find(mutex.instance()).is_some();
+        }
     }
     thread::with_state(|st| {
         if let Some(r) = st.record() {

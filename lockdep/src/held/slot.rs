@@ -625,6 +625,13 @@ impl Slot {
         self.memo.store(below | MEMO, Ordering::Relaxed);
     }
 
+    /// The entry's subclass, from `meta` (the owner).
+    #[inline]
+    pub fn subclass(&self) -> u8 {
+        // Relaxed: the owner reads back its own store.
+        (self.meta.load(Ordering::Relaxed) >> 8) as u8
+    }
+
     /// The nest_lock's instance, or 0 (the owner).
     #[inline]
     pub fn nest_lock(&self) -> usize {

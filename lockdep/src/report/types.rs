@@ -62,7 +62,8 @@ pub struct CondvarWait {
     pub site: Option<&'static Location<'static>>,
     /// The mutex the wait will re-lock; its `site` is where the wait was called.
     pub mutex: LockDesc,
-    /// How long the thread had been sleeping when it was seen.
+    /// How long the thread had been sleeping when it was seen, from a coarse stamp of the
+    /// sleep's start: up to one timer tick (1 to 10 ms on Linux) longer than it was.
     pub slept: std::time::Duration,
 }
 

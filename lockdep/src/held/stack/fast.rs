@@ -5,7 +5,7 @@
 
 use super::{rewrite, FastTop, Plain, ThreadState};
 use crate::class::ClassId;
-use crate::held::record;
+use crate::held::record::{self, Record};
 use crate::held::slot::{Find, Slot, Words};
 use crate::held::HeldLock;
 
@@ -199,6 +199,28 @@ impl ThreadState {
         r.store_len_in_section(record::popped_word(word));
         r.end(even);
         true
+    }
+
+    /// The thread's shared record, if it has one and nothing unusual waits (mail, whose
+    /// edits a borrow of the state applies first: see `settle`): for the condvar's sleep and
+    /// wake-up stamps, which need no borrow then.
+    #[inline]
+    pub fn plain_record(&self) -> Option<&'static Record> {
+        self.record.filter(|r| !r.is_unusual())
+    }
+
+    /// The subclass and nest lock's instance (0 for none) of the entry `find` names (the one
+    /// a release would take, see `find_release`), for a release-and-relock
+    /// (`crate::relock_of`), with no borrow of the state: `None` where the general path must
+    /// answer (no record, or the record is unusual: mail that may take entries off comes
+    /// first), else the entry's facts if one matches.
+    #[inline]
+    pub fn relock_facts(&self, find: Find) -> Option<Option<(u8, usize)>> {
+        self.plain_record()?;
+        Some(self.find_release(find).map(|i| {
+            let s = self.top_slot(i);
+            (s.subclass(), s.nest_lock())
+        }))
     }
 
     /// Held entry `i`'s slot with no bounds check (the release's hot path has no panic
