@@ -202,7 +202,9 @@
 //! # Limits
 //!
 //! - A lock is identified by its address while held: moving an unlocked lock is fine, but
-//!   `mem::forget` of a guard followed by moving the lock loses track of it. A lock that moves
+//!   `mem::forget` of a guard followed by moving the lock loses track of it (`into_inner`
+//!   moves it too: the thread's forgotten entry is reported when the thread exits, not
+//!   there). A lock that moves
 //!   (a `Vec` of locks that grows, `mem::swap`) starts its instance order (two locks of one
 //!   class, see lockdep's `Nesting`) afresh at its new address: an order its two locks were
 //!   taken in before the move is not held against them after it, and a new lock that comes
@@ -210,7 +212,8 @@
 //! - Locking through `raw()` is not seen. `force_unlock*` releases the entry a forgotten
 //!   guard left, on this thread or on the thread that forgot it (for a lock several threads
 //!   read, one of their entries); a lock that is not locked at all is reported as a bad
-//!   unlock balance at the caller and left alone.
+//!   unlock balance at the caller and left alone, as is a `ReentrantMutex` of which the
+//!   calling thread owns no level (switched off too: no report then).
 //! - With `send_guard`, a guard's lock stays on the acquiring thread's held stack while the
 //!   guard is away (until it is dropped): the locks that thread takes meanwhile depend on it.
 //!   A thread holding a guard that another thread acquired has no entry for it (lockdep does

@@ -13,6 +13,7 @@ use instrumented_locks::{
     RwLock, RwLockWriteGuard,
 };
 use lockdep::{held_count, Mode};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Whether this thread's held stack has an entry of `m`.
 fn holds<T>(m: &ReentrantMutex<T>) -> bool {
@@ -516,4 +517,80 @@ fn a_mapped_guard_follows_the_levels_while_switched_off() {
     assert_eq!(held_count(), 0);
     drop(rm.lock());
     assert_reports!();
+}
+
+/// `unlocked` called while switched off, with validation back on before the relock: the relock
+/// is validated and tracked, as a `Mutex` guard's is (`set_enabled` acts on acquisitions from
+/// then on), so the locks taken after it depend on it: the inverted order is reported.
+#[test]
+fn unlocked_called_off_and_relocked_on_is_tracked_as_a_mutex_guard_is() {
+    let _h = start();
+    let plain = Mutex::named(0, "PLAIN");
+    let rm = ReentrantMutex::named(0, "RM");
+    let x = Mutex::named(0, "X");
+    let mut g = plain.lock();
+    set_enabled(false);
+    MutexGuard::unlocked(&mut g, || set_enabled(true));
+    assert!(plain.is_held_by_current_thread());
+    drop(g);
+    let mut g = rm.lock();
+    set_enabled(false);
+    ReentrantMutexGuard::unlocked(&mut g, || set_enabled(true));
+    assert!(holds(&rm), "the relock made while on is tracked");
+    drop(x.lock());
+    drop(g);
+    assert_eq!(held_count(), 0);
+    assert_reports!();
+    {
+        let _x = x.lock();
+        drop(rm.lock());
+    }
+    assert_eq!(one_cycle(&take()), ["X", "RM", "X"]);
+}
+
+/// `force_unlock` by a thread that owns no level leaves the mutex alone, switched off too
+/// (lock_api's level count would underflow: a panic in a debug build); on, it is a bad unlock
+/// balance.
+#[test]
+fn force_unlock_without_a_level_leaves_the_mutex_alone_also_switched_off() {
+    let _h = start();
+    let rm = ReentrantMutex::named(0, "RM");
+    set_enabled(false);
+    // SAFETY: deliberately without a level: the call must refuse it.
+    let off = catch_unwind(AssertUnwindSafe(|| unsafe { rm.force_unlock() }));
+    // SAFETY: as above.
+    let off_fair = catch_unwind(AssertUnwindSafe(|| unsafe { rm.force_unlock_fair() }));
+    set_enabled(true);
+    assert!(
+        off.is_ok() && off_fair.is_ok(),
+        "no panic while switched off"
+    );
+    assert!(!rm.is_locked());
+    assert_reports!();
+    // Another thread's level is not released either.
+    let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _g = rm.lock();
+            held.wait();
+            release.wait();
+        });
+        held.wait();
+        set_enabled(false);
+        // SAFETY: as above.
+        unsafe { rm.force_unlock() };
+        set_enabled(true);
+        assert!(rm.is_locked(), "the other thread's level stays");
+        release.wait();
+    });
+    assert!(!rm.is_locked());
+    assert_reports!();
+    // SAFETY: as above; on, it is reported.
+    unsafe { rm.force_unlock() };
+    let r = take();
+    assert_eq!(r.len(), 1, "one bad unlock balance: {r:?}");
+    assert!(
+        matches!(r[0], lockdep::Report::BadUnlockBalance { .. }),
+        "a bad unlock balance: {r:?}"
+    );
 }

@@ -16,6 +16,33 @@ use static_assertions::assert_not_impl_any;
 // Re-entrant guards are never `Send`.
 assert_not_impl_any!(ReentrantMutexGuard<'static, u8>: Send);
 
+// A guard shares `&T` with the threads it is shared with: `Sync` only for `T: Sync`, also
+// through an `Arc` (whose mutex is `Sync` for `T: Send` alone) and once mapped.
+mod sync_needs_sync_data {
+    use std::cell::Cell;
+
+    use static_assertions::{assert_impl_all, assert_not_impl_any};
+
+    assert_not_impl_any!(instrumented_locks::ReentrantMutexGuard<'static, Cell<u8>>: Sync, Send);
+    assert_not_impl_any!(
+        instrumented_locks::MappedReentrantMutexGuard<'static, Cell<u8>>: Sync, Send
+    );
+    assert_impl_all!(instrumented_locks::ReentrantMutexGuard<'static, u8>: Sync);
+    assert_impl_all!(instrumented_locks::MappedReentrantMutexGuard<'static, u8>: Sync);
+    #[cfg(feature = "arc_lock")]
+    mod arc {
+        use super::*;
+        use instrumented_locks::generic::ArcReentrantMutexGuard;
+        use instrumented_locks::{RawMutex, RawThreadId};
+
+        assert_not_impl_any!(ArcReentrantMutexGuard<RawMutex, RawThreadId, Cell<u8>>: Sync, Send);
+        assert_impl_all!(ArcReentrantMutexGuard<RawMutex, RawThreadId, u8>: Sync);
+        assert_not_impl_any!(
+            instrumented_locks::generic::ArcMutexGuard<RawMutex, Cell<u8>>: Sync
+        );
+    }
+}
+
 #[cfg(not(feature = "send_guard"))]
 mod not_send {
     use super::*;

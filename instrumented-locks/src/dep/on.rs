@@ -153,11 +153,13 @@ impl Dep {
     }
 
     /// This thread's held-lock entry of the lock, as [`Track::suspend`] would keep it for a
-    /// relock in `mode`, if it has one (and validation is on): what a re-entrant mutex's
-    /// guard keeps when it may be releasing the last level, whichever guard holds the entry.
+    /// relock in `mode`, if it has one: what a re-entrant mutex's guard keeps when it may be
+    /// releasing the last level, whichever guard holds the entry. Switched off too (an entry
+    /// made while on), as a guard's own track is kept: [`Track::resume`] validates the
+    /// relock if validation is on by then.
     #[inline]
     pub(crate) fn saved_entry(&self, mode: Mode) -> Option<Saved> {
-        if !(crate::is_enabled() && lockdep::is_held(&self.map)) {
+        if !lockdep::is_held(&self.map) {
             return None;
         }
         let how = lockdep::relock_of(&self.map, mode);

@@ -193,8 +193,8 @@ impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     /// (lock_api 0.5's `into_inner_with_raw`). The thread-id source is `G::INIT`, not the
     /// mutex's own (lock_api 0.4 keeps that private, and it is forgotten, not dropped): the
     /// same for a stateless one such as [`RawThreadId`](crate::RawThreadId). If the mutex is
-    /// still locked (a forgotten guard), lockdep hears that it is destroyed while held, and
-    /// the raw mutex comes back locked.
+    /// still locked (a forgotten guard), lockdep reports it destroyed while held, as
+    /// `into_inner` does, and the raw mutex comes back locked.
     #[inline]
     pub fn into_inner_with_raw(self) -> (R, G, T) {
         let me = std::mem::ManuallyDrop::new(self);
@@ -369,9 +369,17 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     }
 
     /// For a force-unlock at `site`: true if the calling thread owns a level; else reports
-    /// the bad unlock balance (the validator's, when validation is on) and returns false.
+    /// the bad unlock balance (the validator's, when validation is on) and returns false,
+    /// switched off too: a raw unlock without a level would underflow the level count (a
+    /// panic inside lock_api in a debug build) or release another thread's level.
     fn owns_a_level(&self, site: Site) -> bool {
-        self.inner.raw.is_owned_by_current_thread() || self.dep.force_release(false, site, false)
+        if self.inner.raw.is_owned_by_current_thread() {
+            return true;
+        }
+        // The raw lock is not this thread's (whatever `force_release` would allow): only the
+        // report, or this thread's stale entry going.
+        let _ = self.dep.force_release(false, site, false);
+        false
     }
 }
 
@@ -421,7 +429,7 @@ guard_core! {
     plain ReentrantMutexGuard, remutex, marker (&'a T, GuardNoSend);
     /// A [`ReentrantMutexGuard`] through an `Arc` ([`ReentrantMutex::lock_arc`]).
     #[must_use = "if unused the ReentrantMutex will immediately unlock"]
-    arc ArcReentrantMutexGuard, marker GuardNoSend;
+    arc ArcReentrantMutexGuard, marker (*const (), GuardNoSend);
     // SAFETY: the guard held a level, and is gone; lock_api's `force_unlock` releases one.
     release: |lock, track, site| unsafe {
         lock.release_level(&mut track, site, |m| m.force_unlock())
@@ -504,6 +512,17 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> Relocks for ReentrantMutex<R, G, T>
 // SAFETY: sharing `&Guard` shares only `&T`, `&R` and `&G` (as lock_api's guard).
 unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Sync> Sync
     for ReentrantMutexGuard<'_, R, G, T>
+{
+}
+
+// SAFETY: as for `ReentrantMutexGuard`: sharing `&Guard` shares `&T`, so `T: Sync` (the
+// `Arc` of the mutex is `Sync` with `T: Send` alone, which would let the level's holder hand
+// `&T` to other threads: lock_api 0.4.14's `ArcReentrantMutexGuard`, whose marker is only
+// `GuardNoSend`, is `Sync` so; the `*const ()` in this guard's marker leaves this impl the
+// only one), `&R`, `&G` and the lock map, through the `Arc`, which is only read.
+#[cfg(feature = "arc_lock")]
+unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Sync> Sync
+    for ArcReentrantMutexGuard<R, G, T>
 {
 }
 

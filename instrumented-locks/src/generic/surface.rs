@@ -71,7 +71,11 @@ macro_rules! lock_surface {
             }
 
             /// Consumes the lock and returns the data. If the lock is still locked (a
-            /// forgotten guard), lockdep hears that it is destroyed while held, as on drop.
+            /// forgotten guard), lockdep reports it destroyed while held by the threads
+            /// whose held stacks have it, as on drop. An entry that a guard forgotten on
+            /// *this* thread left is not found here (the lock moved into this call: see the
+            /// crate's Limits on moving a lock whose guard was forgotten); it is reported when
+            /// the thread exits.
             #[inline]
             pub fn into_inner(self) -> T {
                 let me = std::mem::ManuallyDrop::new(self);
@@ -183,8 +187,8 @@ macro_rules! into_inner_with_raw {
     ($Lock:ident) => {
         /// Consumes the lock and returns its raw lock and the data (lock_api 0.5's
         /// `into_inner_with_raw`). If the lock is still locked (a forgotten guard), lockdep
-        /// hears that it is destroyed while held, as on drop, and the raw lock comes back
-        /// locked.
+        /// reports it destroyed while held, as [`into_inner`](Self::into_inner) does, and the
+        /// raw lock comes back locked.
         #[inline]
         pub fn into_inner_with_raw(self) -> (R, T) {
             let me = std::mem::ManuallyDrop::new(self);
