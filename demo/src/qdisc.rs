@@ -266,6 +266,12 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
     let done_replaces = AtomicUsize::new(0);
     let packets = AtomicU64::new(0);
     let inversion_pending = AtomicBool::new(cfg.inject_inversion);
+    // Traffic threads that have sent their first round of packets: the replaces start once
+    // every one has. Otherwise a replacer that started first could finish a round's replaces
+    // before a traffic thread had its first CPU time (a wake-up placed on the replacer's
+    // CPU), and time unregisters with no traffic at all (seen on a 2-vCPU VM: rounds of 0
+    // lookups a second, their unregisters as cheap as with no reader).
+    let running = AtomicUsize::new(0);
 
     let barriers_before = hazptr::Domain::global().stats();
     let waits_before = mode.waits_so_far();
@@ -278,15 +284,15 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
 
     std::thread::scope(|s| {
         for r in 0..cfg.readers {
-            let (devices, stop, packets, inversion) =
-                (&devices, &stop, &packets, &inversion_pending);
+            let (devices, stop, packets, inversion, running) =
+                (&devices, &stop, &packets, &inversion_pending, &running);
             std::thread::Builder::new()
                 .name(format!("traffic-{r}"))
                 .spawn_scoped(s, move || {
                     if cfg.pin {
                         pin_to_cpu(devices.len() + r);
                     }
-                    traffic(r, devices, stop, packets, inversion)
+                    traffic(r, devices, stop, packets, inversion, running)
                 })
                 .expect("spawn traffic thread");
         }
@@ -294,12 +300,17 @@ pub fn run(cfg: &Config, mode: WaitMode) -> RunResult {
             .iter()
             .enumerate()
             .map(|(i, dev)| {
-                let done = &done_replaces;
+                let (done, running) = (&done_replaces, &running);
                 std::thread::Builder::new()
                     .name(format!("tc-dev{i}"))
                     .spawn_scoped(s, move || {
                         if cfg.pin {
                             pin_to_cpu(i);
+                        }
+                        // Relaxed: a start signal; no data is handed over with it.
+                        while running.load(Ordering::Relaxed) < cfg.readers {
+                            // Yields the CPU to a traffic thread woken onto this one.
+                            std::thread::yield_now();
                         }
                         // Reserve for the common case only: a huge --replaces × --queues grows
                         // the vector as samples arrive instead of failing one giant allocation.
@@ -362,8 +373,10 @@ fn traffic(
     stop: &AtomicBool,
     packets: &AtomicU64,
     inversion: &AtomicBool,
+    running: &AtomicUsize,
 ) {
     let mut sent = 0u64;
+    let mut started = false;
     let mut q = id;
     // At least one round of packets, even if the replaces finish first (so an injected
     // inversion always happens).
@@ -392,6 +405,11 @@ fn traffic(
             if tree.queues.len() >= 2 && inversion.swap(false, Ordering::Relaxed) {
                 invert(tree);
             }
+        }
+        if !started {
+            started = true;
+            // Relaxed: a start signal (see `run`).
+            running.fetch_add(1, Ordering::Relaxed);
         }
         // Relaxed: a stop flag; the data is protected by the locks.
         if stop.load(Ordering::Relaxed) {
