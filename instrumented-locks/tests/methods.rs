@@ -307,3 +307,45 @@ fn arc_guards_are_tracked_like_borrowed_ones() {
     assert_eq!(held_count(), 0);
     assert_reports!();
 }
+
+/// A lock's data whose `Debug` takes another lock.
+struct LocksOnFormat<'a>(&'a Mutex<u32>);
+
+impl std::fmt::Debug for LocksOnFormat<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", *self.0.lock())
+    }
+}
+
+/// `{:?}` of a lock formats its data under the lock's own validated try-lock: a lock the
+/// data's `Debug` takes depends on it, so the other order is reported (a thread formatting
+/// `M` while another holds `N` and waits for `M` deadlocks); and formatting a lock this
+/// thread already holds reports nothing (`<locked>`, or a re-entrant level, or a shared read).
+#[test]
+fn debug_formats_the_data_under_a_validated_try_lock() {
+    let _h = start();
+    let n = Mutex::named(7, "N");
+    let m = Mutex::named(LocksOnFormat(&n), "M");
+    assert_eq!(format!("{m:?}"), "Mutex { data: 7 }");
+    assert_eq!(held_count(), 0);
+    assert_reports!();
+    {
+        let _n = n.lock();
+        drop(m.lock());
+    }
+    assert_eq!(common::one_cycle(&common::take()), ["N", "M", "N"]);
+
+    let rw = RwLock::named(LocksOnFormat(&n), "RW");
+    let re = ReentrantMutex::named(LocksOnFormat(&n), "RE");
+    let p = Mutex::named(1, "P");
+    {
+        let _p = p.lock();
+        assert_eq!(format!("{p:?}"), "Mutex { data: <locked> }");
+        let _r = rw.read();
+        assert_eq!(format!("{rw:?}"), "RwLock { data: 7 }");
+        let _e = re.lock();
+        assert_eq!(format!("{re:?}"), "ReentrantMutex { data: 7 }");
+    }
+    assert_eq!(held_count(), 0);
+    assert_reports!();
+}

@@ -34,7 +34,7 @@ pub struct Mutex<R: RawMutex, T: ?Sized> {
     inner: lock_api::Mutex<R, T>,
 }
 
-lock_surface!(Mutex<R: RawMutex>, "Mutex", lock);
+lock_surface!(Mutex<R: RawMutex>, "Mutex", lock, try_lock);
 
 // `unlocked` and `bump` as every lock has them (a release, a validated re-lock).
 impl<R: RawMutex, T: ?Sized> super::Relocks for Mutex<R, T> {

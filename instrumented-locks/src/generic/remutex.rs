@@ -107,20 +107,6 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> Inner<R, G, T> {
     }
 }
 
-impl<R: RawMutex, G: GetThreadId, T: ?Sized + std::fmt::Debug> std::fmt::Debug for Inner<R, G, T> {
-    /// lock_api's format: `ReentrantMutex { data: .. }` if a raw try-lock succeeds (a level,
-    /// released at once), `<locked>` for the data otherwise.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut out = f.debug_struct("ReentrantMutex");
-        match self.raw.try_lock() {
-            // SAFETY: the level `_level` holds gives shared access to the data while it lives,
-            // to the end of this arm.
-            Some(_level) => out.field("data", &unsafe { &*self.data.get() }).finish(),
-            None => out.field("data", &format_args!("<locked>")).finish(),
-        }
-    }
-}
-
 /// Releases one level of `raw` with `unlock` (the guards' drop, `force_unlock`, a mapped
 /// guard's [`Level`]); the thread's entry of the mutex (`dep`'s) goes with its last level
 /// (after the raw unlock), whichever guard that is: the one whose `track` is held, a nested
@@ -175,7 +161,7 @@ pub struct ReentrantMutex<R: RawMutex, G: GetThreadId, T: ?Sized> {
     inner: Inner<R, G, T>,
 }
 
-lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock, inner Inner);
+lock_surface!(ReentrantMutex<R: RawMutex, G: GetThreadId>, "ReentrantMutex", lock, try_lock, inner Inner);
 
 impl<R: RawMutex, G: GetThreadId, T> ReentrantMutex<R, G, T> {
     /// A new unlocked mutex over `raw_mutex` and `get_thread_id`

@@ -42,7 +42,7 @@ pub struct RwLock<R: RawRwLock, T: ?Sized> {
     pub(super) inner: lock_api::RwLock<R, T>,
 }
 
-lock_surface!(RwLock<R: RawRwLock>, "RwLock", read);
+lock_surface!(RwLock<R: RawRwLock>, "RwLock", read, try_read);
 
 // `unlocked` and `bump` as every lock has them (a release, a validated re-lock).
 impl<R: RawRwLock, T: ?Sized> super::Relocks for RwLock<R, T> {

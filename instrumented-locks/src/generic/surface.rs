@@ -5,11 +5,12 @@
 /// `get_mut`, `data_ptr`, the validator's assertions, `Default`, `From`, `Debug` and the
 /// serde impls. `$Lock<$P..., T>` wraps `lock_api::$Lock<$P..., T>` (or, given `inner
 /// $Inner`, a type `$Inner<$P..., T>` of the crate with the same methods) in a field `inner`,
-/// next to a [`Dep`](crate::dep::Dep) in a field `dep`; `$kind` names the kind in reports; `$lock` is the
-/// method that takes the lock to serialize it.
+/// next to a [`Dep`](crate::dep::Dep) in a field `dep`; `$kind` names the kind in reports and in
+/// `Debug`; `$lock` is the method that takes the lock to serialize it, `$try` the try-lock
+/// that `Debug` formats the data under.
 macro_rules! lock_surface {
     (
-        $Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident
+        $Lock:ident<$($P:ident: $Bound:path),+>, $kind:literal, $lock:ident, $try:ident
         $(, inner $Inner:ident)?
     ) => {
         // SAFETY: the lock's first field is its `Dep` (sized), so its alignment is at least
@@ -143,10 +144,25 @@ macro_rules! lock_surface {
         $crate::generic::default_from!(impl[$($P: $Bound,)+] $Lock<$($P),+, T>);
 
         impl<$($P: $Bound),+, T: ?Sized + std::fmt::Debug> std::fmt::Debug for $Lock<$($P),+, T> {
-            /// lock_api's format: the data if a raw try-lock succeeds (not a lockdep
-            /// acquisition: it cannot block), `<locked>` otherwise.
+            /// lock_api's format: the data if a try-lock succeeds, `<locked>` otherwise. The
+            /// try-lock is this lock's own, validated (lockdep's trylock rule: it depends on
+            /// nothing): the data's `Debug` runs under it, and a lock that `Debug` takes
+            /// depends on this one, as it does under any guard (a thread formatting this lock
+            /// while another holds that lock and waits for this one is a deadlock).
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                self.inner.fmt(f)
+                /// The data's place in the format while the lock is taken.
+                struct Locked;
+                impl std::fmt::Debug for Locked {
+                    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("<locked>")
+                    }
+                }
+                let mut d = f.debug_struct($kind);
+                match self.$try() {
+                    Some(guard) => d.field("data", &&*guard),
+                    None => d.field("data", &Locked),
+                };
+                d.finish()
             }
         }
 
