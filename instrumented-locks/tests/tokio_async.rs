@@ -770,3 +770,54 @@ fn the_dump_shows_a_task_holding_an_async_lock_between_polls() {
         assert!(r.is_empty(), "{flavour}: {r:#?}");
     }
 }
+
+/// A tokio lock's data whose `Debug` takes a blocking (thread) lock.
+struct LocksOnFormat(Arc<instrumented_locks::Mutex<u32>>);
+
+impl std::fmt::Debug for LocksOnFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", *self.0.lock())
+    }
+}
+
+/// `{:?}` of a tokio lock formats its data under the lock's own validated try-lock (tokio's
+/// format): in a task, a lock the data's `Debug` takes depends on it, so the other order is
+/// reported; a lock the task holds prints `<locked>`, with no report.
+#[test]
+fn debug_of_a_tokio_lock_formats_under_a_validated_try_lock() {
+    for (flavour, rt) in runtimes() {
+        let _serial = start();
+        let n = Arc::new(instrumented_locks::Mutex::named(7u32, "debug_n"));
+        let m = Arc::new(Mutex::named(LocksOnFormat(n.clone()), "debug_m"));
+        let rw = Arc::new(instrumented_locks::tokio::RwLock::named(3u32, "debug_rw"));
+        rt.block_on(async {
+            let (m1, rw1) = (m.clone(), rw.clone());
+            spawn(async move {
+                assert_eq!(format!("{m1:?}"), "Mutex { data: 7 }");
+                assert_eq!(format!("{rw1:?}"), "RwLock { data: 3 }");
+                let _w = rw1.write().await;
+                assert_eq!(format!("{rw1:?}"), "RwLock { data: <locked> }");
+            })
+            .await
+            .expect("task");
+        });
+        assert!(
+            has_dependency("debug_m", "debug_n"),
+            "{flavour}: the data's lock depends on the formatted one"
+        );
+        assert_eq!(kinds(&take()), [], "{flavour}");
+        // The other order, on a thread: a real deadlock with a task formatting `m`.
+        let (m2, n2) = (m.clone(), n.clone());
+        std::thread::spawn(move || {
+            let _gn = n2.lock();
+            drop(m2.blocking_lock());
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(
+            kinds(&take()),
+            [ReportKind::CircularDependency],
+            "{flavour}"
+        );
+    }
+}

@@ -348,7 +348,15 @@ impl<T> From<T> for Mutex<T> {
 }
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
+    /// tokio's format (the data if a try-lock succeeds, `<locked>` otherwise), under this
+    /// lock's own validated [`try_lock`](Self::try_lock): a lock that the data's `Debug`
+    /// takes depends on this one, as under any guard.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
+        let mut d = f.debug_struct("Mutex");
+        match self.try_lock() {
+            Ok(guard) => d.field("data", &&*guard),
+            Err(_) => d.field("data", &format_args!("<locked>")),
+        };
+        d.finish()
     }
 }

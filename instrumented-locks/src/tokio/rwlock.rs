@@ -251,7 +251,15 @@ impl<T> From<T> for RwLock<T> {
 }
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
+    /// tokio's format (the data if a read try-lock succeeds, `<locked>` otherwise), under
+    /// this lock's own validated [`try_read`](Self::try_read): a lock that the data's `Debug`
+    /// takes depends on this one, as under any guard.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.inner, f)
+        let mut d = f.debug_struct("RwLock");
+        match self.try_read() {
+            Ok(guard) => d.field("data", &&*guard),
+            Err(_) => d.field("data", &format_args!("<locked>")),
+        };
+        d.finish()
     }
 }
