@@ -20,6 +20,26 @@ fn holds<T>(m: &ReentrantMutex<T>) -> bool {
     lockdep::is_held(m.lock_map().expect("validate is on"))
 }
 
+/// Every level of `rm` is gone, its entry with it: the thread owns none, holds nothing, and
+/// takes `rm` again with no report (no stale entry, no false recursion).
+#[track_caller]
+fn all_levels_gone_and_clean<T: ?Sized>(rm: &ReentrantMutex<T>) {
+    assert!(!rm.is_owned_by_current_thread());
+    assert_eq!(held_count(), 0);
+    drop(rm.lock());
+    assert_reports!();
+}
+
+/// `x` (named "X") then `rm` ("RM"), after a test recorded RM -> X: the cycle is reported.
+#[track_caller]
+fn x_then_rm_is_reported<T, U>(x: &Mutex<T>, rm: &ReentrantMutex<U>) {
+    {
+        let _x = x.lock();
+        drop(rm.lock());
+    }
+    assert_eq!(one_cycle(&take()), ["X", "RM", "X"]);
+}
+
 /// `bump` above the last level releases nothing (lock_api's own bump is a no-op there), so it
 /// is no re-lock after the row: no row -> table order, and the stack is unchanged.
 #[test]
@@ -70,11 +90,7 @@ fn unlocked_above_the_last_level_keeps_the_entry() {
     }
     assert_eq!(held_count(), 0);
     assert_reports!();
-    {
-        let _x = x.lock();
-        let _g = rm.lock();
-    }
-    assert_eq!(one_cycle(&take()), ["X", "RM", "X"]);
+    x_then_rm_is_reported(&x, &rm);
     // Its twin: at the last level the mutex is really released, so X taken in the closure
     // does not depend on it, and X -> RM afterwards is silent.
     let rm2 = ReentrantMutex::named(0, "RM2");
@@ -112,11 +128,7 @@ fn the_last_level_relocked_by_a_nested_guard_is_tracked() {
     drop(g2);
     assert_eq!(held_count(), 0);
     assert_reports!();
-    {
-        let _x = x.lock();
-        let _g = rm.lock();
-    }
-    assert_eq!(one_cycle(&take()), ["X", "RM", "X"]);
+    x_then_rm_is_reported(&x, &rm);
 }
 
 /// The closure of `unlocked` drops the other level: the re-lock is then the outermost one,
@@ -331,11 +343,7 @@ fn a_mapped_outermost_guard_dropped_above_the_last_level_keeps_the_entry() {
     assert_eq!(held_count(), 0);
     assert!(!rm.is_owned_by_current_thread());
     assert_reports!();
-    {
-        let _x = x.lock();
-        let _g = rm.lock();
-    }
-    assert_eq!(one_cycle(&take()), ["X", "RM", "X"]);
+    x_then_rm_is_reported(&x, &rm);
 }
 
 /// A mapped nested guard that outlives the outermost one holds the last level: its drop
@@ -352,10 +360,7 @@ fn a_mapped_nested_guard_releasing_the_last_level_releases_the_entry() {
     assert!(holds(&rm));
     assert_eq!(*m2, 0);
     drop(m2);
-    assert!(!rm.is_owned_by_current_thread());
-    assert_eq!(held_count(), 0);
-    drop(rm.lock());
-    assert_reports!();
+    all_levels_gone_and_clean(&rm);
     // The fair unlock, of the last level and above it.
     let g1 = rm.lock();
     let g2 = rm.lock();
@@ -363,10 +368,7 @@ fn a_mapped_nested_guard_releasing_the_last_level_releases_the_entry() {
     MappedReentrantMutexGuard::unlock_fair(ReentrantMutexGuard::map(g2, |v| v));
     assert!(holds(&rm));
     MappedReentrantMutexGuard::unlock_fair(m1);
-    assert!(!rm.is_owned_by_current_thread());
-    assert_eq!(held_count(), 0);
-    drop(rm.lock());
-    assert_reports!();
+    all_levels_gone_and_clean(&rm);
 }
 
 /// A panic in the closure of `map` releases the guard's level as its drop would: above the
@@ -394,10 +396,7 @@ fn a_panic_in_the_map_closure_releases_only_its_level() {
         ));
     }));
     assert!(r.is_err());
-    assert!(!rm.is_owned_by_current_thread());
-    assert_eq!(held_count(), 0);
-    drop(rm.lock());
-    assert_reports!();
+    all_levels_gone_and_clean(&rm);
 }
 
 /// A `try_map` that declines gives the guard back with its level and what it tracked; the
@@ -421,10 +420,7 @@ fn a_declined_try_map_gives_the_level_back() {
     let (m2, ()) = MappedReentrantMutexGuard::try_map_or_err(m2, |_| Err::<&i32, _>(()))
         .expect_err("declined");
     drop(m2); // the last level
-    assert!(!rm.is_owned_by_current_thread());
-    assert_eq!(held_count(), 0);
-    drop(rm.lock());
-    assert_reports!();
+    all_levels_gone_and_clean(&rm);
 }
 
 /// A mapped guard mapped again (to a part of the part) keeps the one level: dropped above the
@@ -473,10 +469,7 @@ fn a_mapped_guard_of_unsized_data_releases_by_the_same_rule() {
     let m2 = ReentrantMutexGuard::map(g2, |v| &v[1..]);
     assert_eq!(*m2, [2, 3]);
     drop(m2);
-    assert!(!rm.is_owned_by_current_thread());
-    assert_eq!(held_count(), 0);
-    drop(rm.lock());
-    assert_reports!();
+    all_levels_gone_and_clean(&rm);
 }
 
 /// Validation switched off around a mapped guard's release: an entry made while it was on
@@ -541,11 +534,7 @@ fn unlocked_called_off_and_relocked_on_is_tracked_as_a_mutex_guard_is() {
     drop(g);
     assert_eq!(held_count(), 0);
     assert_reports!();
-    {
-        let _x = x.lock();
-        drop(rm.lock());
-    }
-    assert_eq!(one_cycle(&take()), ["X", "RM", "X"]);
+    x_then_rm_is_reported(&x, &rm);
 }
 
 /// `force_unlock` by a thread that owns no level leaves the mutex alone, switched off too
