@@ -529,9 +529,14 @@ pub fn set_max_depth(depth: usize) {
 /// lock as if its chain were new, and the fast paths give way to the general ones.
 ///
 /// For checking the validator itself: a cache only saves the validation of a chain seen
-/// before, so the reports and the dependencies recorded (and [`dependencies`] and the
-/// dependencies a report shows) must be the same with it on or off; a difference is a bug of
-/// lockdep's. Off, every nested acquisition takes the global graph lock: much slower, and
+/// before, so the reports and the class dependencies recorded (and [`dependencies`]) must be
+/// the same with it on or off; a difference is a bug of lockdep's. The one exception is the
+/// instance pairs of a class nested in itself (see [`Nesting`]): the cache of checked pairs
+/// accepts an instance whose order with every held instance of its class a path of recorded
+/// pairs already gives, and records no direct pair for it, where the validation with the
+/// cache off records one. The same inversions are reported either way, but such a report
+/// may show a longer cycle of instances with the cache on. Off, every nested acquisition
+/// takes the global graph lock: much slower, and
 /// threads serialize on it. Thread-safe; takes effect on every thread's next acquisition.
 pub fn set_chain_cache(enabled: bool) {
     held::record::set_slow_all(|| {

@@ -137,8 +137,11 @@ pub(super) fn may_hold_instance(g: &Global, st: &ThreadState, next: &HeldLock) -
 /// [`run_of`]`(st, next)`) also true if the top's pair with `next` was checked and the held
 /// instances of the class are an ordered run: the one this thread's cache of runs names, or
 /// one whose consecutive pairs this thread checked (a run whose top was released and that
-/// grows again). In every accepted case the slow path would record no new pair, so what the
-/// graph holds does not depend on what the caches kept. An accepted candidate run grows by
+/// grows again). In every accepted case the graph already orders `next` after every held
+/// instance of its class: by a recorded pair, or, for a run, by a path of recorded pairs
+/// through the top, where the slow path would record the direct pair too (so with the caches
+/// off the graph holds more pairs, and an inversion's report may show a shorter cycle; the
+/// same inversions are reported: see `set_chain_cache`). An accepted candidate run grows by
 /// `next`. No lock taken.
 #[inline(never)]
 pub(super) fn pairs_checked(st: &mut ThreadState, next: Acquiring, scan: Scan) -> bool {
