@@ -144,3 +144,38 @@ fn condvar_by_value() {
     assert!(m.is_poisoned());
     assert!(take().is_empty());
 }
+
+/// `{:?}` prints what std's prints, in every state: unlocked, held (std quotes a mutex's
+/// placeholder, not an rwlock's), poisoned, and pretty.
+#[test]
+fn debug_prints_what_std_prints() {
+    let _h = start();
+    let (ours, theirs) = (Arc::new(Mutex::new(1)), Arc::new(std::sync::Mutex::new(1)));
+    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
+    assert_eq!(format!("{ours:#?}"), format!("{theirs:#?}"));
+    {
+        let (_a, _b) = (ours.lock().unwrap(), theirs.lock().unwrap());
+        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
+    }
+    poison_mutex(&ours);
+    let t2 = theirs.clone();
+    assert!(std::thread::spawn(move || {
+        let mut g = t2.lock().unwrap();
+        *g += 1;
+        panic!("poison it, as `poison_mutex` does");
+    })
+    .join()
+    .is_err());
+    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "poisoned");
+    let (ours, theirs) = (RwLock::new(2), std::sync::RwLock::new(2));
+    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
+    {
+        let (_a, _b) = (ours.write().unwrap(), theirs.write().unwrap());
+        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
+    }
+    {
+        let (_a, _b) = (ours.read().unwrap(), theirs.read().unwrap());
+        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
+    }
+    assert!(take().is_empty());
+}

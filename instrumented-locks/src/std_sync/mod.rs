@@ -113,7 +113,7 @@ pub(crate) fn map_result<A, B>(r: LockResult<A>, f: impl FnOnce(A) -> B) -> Lock
 /// `into_inner`, `get_mut`, the poison queries, the assertions, `lock_map`, `Default`,
 /// `From` and `Debug`.
 macro_rules! poisoned_lock {
-    ($Lock:ident, $Inner:ident, $name:literal) => {
+    ($Lock:ident, $Inner:ident, $name:literal, $try:ident, $locked:expr) => {
         impl<T> $Lock<T> {
             /// A new unlocked lock whose class is the caller's location and `T` (see
             /// [`crate::generic::Mutex::new`]). `const`, as std's.
@@ -184,11 +184,18 @@ macro_rules! poisoned_lock {
         crate::generic::default_from!(impl[] $Lock<T>);
 
         impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for $Lock<T> {
+            /// std's format (`Mutex { data: 1, poisoned: false, .. }`, the data's place
+            /// taken by std's placeholder while the lock is held), the data read under the
+            /// lock's own validated try-lock, as the crate's other locks do (a poisoned lock's
+            /// data is shown too, as std shows it).
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_struct($name)
-                    .field("lock", &&self.inner)
-                    .field("poisoned", &self.poison.get())
-                    .finish()
+                let mut d = f.debug_struct($name);
+                match self.inner.$try() {
+                    Some(guard) => d.field("data", &&*guard),
+                    None => d.field("data", &$locked),
+                };
+                d.field("poisoned", &self.poison.get());
+                d.finish_non_exhaustive()
             }
         }
     };

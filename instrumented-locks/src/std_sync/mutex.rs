@@ -8,7 +8,8 @@ pub struct Mutex<T: ?Sized> {
     pub(crate) inner: crate::Mutex<T>,
 }
 
-poisoned_lock!(Mutex, Mutex, "Mutex");
+// std quotes a held mutex's placeholder, not a held rwlock's.
+poisoned_lock!(Mutex, Mutex, "Mutex", try_lock, "<locked>");
 
 impl<T: ?Sized> Mutex<T> {
     /// Locks (validated before blocking); `Err` if a holder panicked. The guard inside the

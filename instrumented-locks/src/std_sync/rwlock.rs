@@ -9,7 +9,7 @@ pub struct RwLock<T: ?Sized> {
     inner: crate::RwLock<T>,
 }
 
-poisoned_lock!(RwLock, RwLock, "RwLock");
+poisoned_lock!(RwLock, RwLock, "RwLock", try_read, format_args!("<locked>"));
 
 impl<T: ?Sized> RwLock<T> {
     /// Shared access (validated as `Read` before blocking); `Err` if poisoned.
