@@ -69,8 +69,9 @@ impl Dep {
     #[inline(always)]
     pub(crate) fn release_own(&self, _site: Site) {}
     #[inline(always)]
-    pub(crate) fn force_release(&self, _locked: bool, _site: Site, _read: bool) -> bool {
-        true
+    pub(crate) fn force_release(&self, locked: bool, _site: Site, _read: bool) -> bool {
+        // As with `validate`: a raw lock that is not locked is left alone.
+        locked
     }
     #[inline(always)]
     pub(crate) fn assert_held(&self) {}

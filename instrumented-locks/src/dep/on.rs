@@ -195,6 +195,8 @@ impl Dep {
         if !crate::is_enabled() {
             // Switched off: no report, but an entry made while it was on still goes (or the
             // lock would be "held" for ever on that thread's stack).
+            // A raw lock that is not locked is left alone, as while switched on (only the
+            // report is missing).
             if locked {
                 if read {
                     lockdep::force_release_read(&self.map, site);
@@ -202,7 +204,7 @@ impl Dep {
                     lockdep::force_release(&self.map, site);
                 }
             }
-            return true;
+            return locked;
         }
         match (locked, read) {
             (true, true) => lockdep::force_release_read(&self.map, site),

@@ -355,17 +355,12 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutex<R, G, T> {
     }
 
     /// For a force-unlock at `site`: true if the calling thread owns a level; else reports
-    /// the bad unlock balance (the validator's, when validation is on) and returns false,
-    /// switched off too: a raw unlock without a level would underflow the level count (a
-    /// panic inside lock_api in a debug build) or release another thread's level.
+    /// the bad unlock balance (the validator's, when validation is on) and returns false, as
+    /// `Dep::force_release` does for a raw lock that is not locked (switched off and without
+    /// `validate` too: a raw unlock without a level would underflow lock_api's level count or
+    /// release another thread's level).
     fn owns_a_level(&self, site: Site) -> bool {
-        if self.inner.raw.is_owned_by_current_thread() {
-            return true;
-        }
-        // The raw lock is not this thread's (whatever `force_release` would allow): only the
-        // report, or this thread's stale entry going.
-        let _ = self.dep.force_release(false, site, false);
-        false
+        self.inner.raw.is_owned_by_current_thread() || self.dep.force_release(false, site, false)
     }
 }
 
@@ -589,7 +584,7 @@ impl<R: RawMutex, G: GetThreadId> Drop for Level<'_, R, G> {
 /// to, the [`Level`] the guard held, the data) and `join` (its inverse). The projected guard
 /// holds the level and what the guard tracked; if `f` panics, the level goes as the guard's
 /// drop would release it (its entry only with the thread's last level).
-macro_rules! projections {
+macro_rules! level_projections {
     () => {
         /// Projects the guard onto a part of the data; the level stays held (and the entry
         /// tracked, if the guard tracked it).
@@ -655,7 +650,7 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> ReentrantMutexGuard<'a, R, G, T
         ReentrantMutexGuard::new(lock, level.into_track())
     }
 
-    projections!();
+    level_projections!();
 }
 
 /// A [`ReentrantMutexGuard`] projected by [`ReentrantMutexGuard::map`]; never `Send`. It holds
@@ -700,7 +695,7 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MappedReentrantMutexGuard<'a, R
         MappedReentrantMutexGuard::new(level, data)
     }
 
-    projections!();
+    level_projections!();
 }
 
 impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MappedReentrantMutexGuard<'_, R, G, T> {

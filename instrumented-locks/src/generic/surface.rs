@@ -150,17 +150,10 @@ macro_rules! lock_surface {
             /// depends on this one, as it does under any guard (a thread formatting this lock
             /// while another holds that lock and waits for this one is a deadlock).
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                /// The data's place in the format while the lock is taken.
-                struct Locked;
-                impl std::fmt::Debug for Locked {
-                    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str("<locked>")
-                    }
-                }
                 let mut d = f.debug_struct($kind);
                 match self.$try() {
                     Some(guard) => d.field("data", &&*guard),
-                    None => d.field("data", &Locked),
+                    None => d.field("data", &format_args!("<locked>")),
                 };
                 d.finish()
             }
